@@ -1,0 +1,139 @@
+// ucclzip's lossless codec for floating-point tensors.
+//
+// Each element is split into one symbol byte (the exponent, plus the neighbouring bits that are
+// not uniform) and a raw remainder (sign and low mantissa). Symbols are rANS-coded with one
+// frequency table per tensor; the remainder is stored as one contiguous raw plane whose place in
+// the frame is known before coding starts, so a sender can ship it while the symbols are still
+// being coded (split-send). Frames are self-describing; docs/FRAME_FORMAT.md specifies them.
+//
+// The CPU and GPU implementations write identical bytes for identical input and read each
+// other's frames. Every decoder treats the frame as untrusted input.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "ucclzip/types.h"
+
+namespace ucclzip {
+
+struct CodecOptions {
+  // False stores the tensor uncompressed (still framed).
+  bool compress = true;
+  // Symbols each of the 32 interleaved rANS lanes codes: a power of two in [16, 4096], or 0 to
+  // choose from the size. Longer lanes code closer to the entropy; shorter ones cut latency.
+  uint32_t lane_symbols = 0;
+};
+
+enum class FrameMode : uint8_t { kStored = 0, kSplitStored = 1, kSplitConstant = 2, kSplitRans = 3 };
+
+// What a frame's header says, after validation.
+struct FrameInfo {
+  DataType dtype;
+  FrameMode mode;
+  uint64_t count;
+  uint64_t frame_bytes;
+  uint64_t raw_offset;
+  uint64_t raw_bytes;
+  uint64_t coded_offset;
+  uint64_t coded_bytes;
+  uint32_t lane_symbols;
+};
+
+// The parts of a frame's layout that are fixed before the data is seen.
+struct FramePlan {
+  bool split;                // false: a stored frame, no split stage
+  uint64_t raw_offset;       // the raw plane: final once the split stage has run
+  uint64_t raw_bytes;
+  uint64_t coded_offset;     // header, table and index lie before raw_offset; symbols after
+  uint64_t max_frame_bytes;  // capacity the output buffer needs
+  uint32_t lane_symbols;
+  uint32_t num_chunks;
+};
+
+// Validates the options against the type and count; errors name both.
+absl::StatusOr<FramePlan> PlanFrame(DataType dtype, uint64_t count, const CodecOptions& options = {});
+
+// Output capacity that suffices for any options: the stored size plus at most 576 bytes of
+// header and table and 0.2 % of index.
+uint64_t MaxFrameBytes(DataType dtype, uint64_t count);
+
+// Size of the fixed header; its frame_bytes field is final once compression has completed.
+inline constexpr size_t kFrameHeaderBytes = 64;
+inline constexpr size_t kFrameBytesFieldOffset = 16;
+
+// Reads and checks a frame header (magic, version, type, mode, sizes and offsets against
+// `available_bytes`).
+absl::StatusOr<FrameInfo> ReadFrameInfo(const void* frame, size_t available_bytes);
+
+// --- CPU reference --------------------------------------------------------------------------
+
+// Compresses `count` elements at `input` (any alignment) into `frame`. Returns the frame size.
+absl::StatusOr<uint64_t> CompressHost(const void* input, uint64_t count, DataType dtype, void* frame,
+                                      uint64_t frame_capacity, const CodecOptions& options = {});
+
+// Decompresses a frame of `frame_bytes` bytes into `output`, which holds exactly `count`
+// elements of `dtype`; a frame of another type or count is an error.
+absl::Status DecompressHost(const void* frame, uint64_t frame_bytes, DataType dtype, void* output,
+                            uint64_t count);
+
+// Empirical order-0 entropy of a tensor, and the ratios it bounds.
+struct EntropyReport {
+  double exponent_bits;      // entropy of the IEEE exponent field
+  double symbol_bits;        // entropy of the codec's symbol byte
+  double bound_ratio;        // ratio if the exponent were coded at exactly its entropy, rest raw
+  double symbol_bound_ratio; // the same for the codec's symbol byte
+};
+EntropyReport MeasureEntropy(const void* input, uint64_t count, DataType dtype);
+
+// --- GPU ------------------------------------------------------------------------------------
+
+// Device workspace and launch state for compressing and decompressing on one stream at a time.
+// All device memory is allocated at creation; Compress and Decompress never allocate and never
+// synchronise the host.
+class GpuCodec {
+ public:
+  // Sized for tensors of up to `max_count` elements of any type, on the current device.
+  static absl::StatusOr<std::unique_ptr<GpuCodec>> Create(uint64_t max_count);
+  ~GpuCodec();
+  GpuCodec(const GpuCodec&) = delete;
+  GpuCodec& operator=(const GpuCodec&) = delete;
+
+  uint64_t max_count() const { return max_count_; }
+
+  // Compresses on `stream`. `frame` needs MaxFrameBytes capacity (PlanFrame's
+  // max_frame_bytes suffices for the same options). If `split_done` is given it is recorded on
+  // `stream` as soon as the raw plane is final. The frame's size is then readable on the device
+  // at frame + kFrameBytesFieldOffset once the stream reaches the end of this call.
+  absl::Status Compress(const void* input, uint64_t count, DataType dtype, void* frame,
+                        uint64_t frame_capacity, cudaStream_t stream, const CodecOptions& options = {},
+                        cudaEvent_t split_done = nullptr);
+
+  // Decompresses on `stream`. A malformed frame never causes an out-of-bounds access: the
+  // kernel stops and records an error, which DecodeStatus reports.
+  absl::Status Decompress(const void* frame, uint64_t frame_capacity, DataType dtype, void* output,
+                          uint64_t count, cudaStream_t stream);
+
+  // Waits for `stream`, then returns (and clears) the first error any Decompress on it met.
+  absl::Status DecodeStatus(cudaStream_t stream);
+
+  // Device address of the decode error word (0 = no error), for callers that fold it into their
+  // own completion checks.
+  const uint32_t* device_error_word() const;
+
+ private:
+  struct Workspace;
+  GpuCodec(uint64_t max_count, std::unique_ptr<Workspace> workspace);
+  uint64_t max_count_;
+  std::unique_ptr<Workspace> workspace_;
+};
+
+// Turns a device error word into a status; `context` names the operation.
+absl::Status DecodeErrorToStatus(uint32_t error_word, std::string_view context);
+
+}  // namespace ucclzip

@@ -1,0 +1,118 @@
+// The ucclzip frame: a self-describing container for one compressed tensor.
+// docs/FRAME_FORMAT.md is the normative description; this header is its single implementation,
+// shared by the CPU reference and the GPU kernels so that both read and write the same bytes.
+#pragma once
+
+#include <cstdint>
+
+#include "codec/host_device.h"
+
+namespace ucclzip::codec {
+
+inline constexpr uint32_t kFrameMagic = 0x315A4355;  // "UCZ1" little-endian
+inline constexpr uint16_t kFrameVersion = 1;
+inline constexpr uint32_t kHeaderBytes = 64;
+inline constexpr uint32_t kAlphabetSize = 256;        // one coded byte per element
+inline constexpr uint32_t kTableBytes = kAlphabetSize * 2;  // one u16 frequency per symbol
+inline constexpr uint32_t kLanes = 32;                // interleaved rANS lanes per chunk (one warp)
+inline constexpr uint32_t kProbBits = 12;             // frequencies sum to 2^12
+inline constexpr uint32_t kProbScale = 1u << kProbBits;
+inline constexpr uint32_t kStateLow = 1u << 15;       // rANS state lives in [2^15, 2^31)
+inline constexpr uint32_t kMinLaneSymbols = 16;
+inline constexpr uint32_t kMaxLaneSymbols = 4096;
+inline constexpr uint32_t kChunkStateBytes = kLanes * 4;
+
+// How the tensor is stored. Values are part of the format.
+enum class Mode : uint8_t {
+  kStored = 0,          // elements verbatim after the header (non-float types, tiny tensors)
+  kSplitStored = 1,     // split into raw plane + one symbol byte per element, symbols verbatim
+  kSplitConstant = 2,   // split; every symbol equals Header::constant_symbol, nothing coded
+  kSplitRans = 3,       // split; symbols rANS-coded in interleaved 32-lane chunks
+};
+
+inline constexpr uint8_t kMaxMode = 3;
+
+// Fixed 64-byte little-endian header at offset 0.
+struct Header {
+  uint32_t magic;
+  uint16_t version;
+  uint8_t dtype;            // ucclzip::DataType
+  uint8_t mode;             // Mode
+  uint64_t count;           // elements
+  uint64_t frame_bytes;     // whole frame, header included
+  uint64_t raw_offset;      // raw plane (kStored: the elements themselves)
+  uint64_t raw_bytes;
+  uint64_t coded_offset;    // symbols (stored or coded); == end of frame for kStored
+  uint64_t coded_bytes;
+  uint8_t lane_symbols_log2;  // split modes: log2 of the symbols per rANS lane
+  uint8_t constant_symbol;    // kSplitConstant only
+  uint16_t reserved;          // zero
+};
+static_assert(sizeof(Header) == kHeaderBytes, "frame header must stay 64 bytes");
+
+UZ_HD uint64_t AlignUp16(uint64_t value) { return (value + 15) & ~uint64_t{15}; }
+UZ_HD uint64_t DivCeil(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+
+// Everything about a frame's layout that is fixed before the data is seen: where the raw plane
+// goes (so that it can be sent while the symbols are still being coded), and the bounds.
+struct Layout {
+  Mode base_mode;           // kStored, or kSplitRans meaning "one of the split modes"
+  uint32_t raw_width;       // raw-plane bytes per element (split modes)
+  uint32_t lane_symbols;
+  uint32_t num_chunks;
+  uint64_t table_offset;
+  uint64_t index_offset;
+  uint64_t raw_offset;
+  uint64_t raw_bytes;
+  uint64_t coded_offset;
+  uint64_t coded_capacity;  // bytes the symbols may take: the stored-symbol size
+  uint64_t max_frame_bytes;
+};
+
+// Chooses the symbols per lane when the caller leaves it open. Longer lanes amortise the 32-bit
+// final state each lane flushes (about 24 bits of overhead per lane); shorter lanes give more
+// parallel lanes and so lower latency on small tensors. The rule depends only on the element
+// count, so the CPU and GPU encoders choose alike and produce identical frames.
+UZ_HD uint32_t DefaultLaneSymbols(uint64_t count) {
+  // Aim for at least kTargetChunks chunks (enough warps to fill a large GPU), then cap.
+  constexpr uint64_t kTargetChunks = 512;
+  uint64_t per_lane = count / (uint64_t{kLanes} * kTargetChunks);
+  uint32_t symbols = 64;
+  while (symbols < 1024 && symbols * 2 <= per_lane) symbols *= 2;
+  return symbols;
+}
+
+// Element counts below this are framed kStored: the 512-byte table would cost more than coding
+// saves.
+inline constexpr uint64_t kMinSplitCount = 4096;
+
+UZ_HD Layout ComputeLayout(uint32_t element_size, bool splittable, uint64_t count, uint32_t lane_symbols) {
+  Layout layout{};
+  if (!splittable || count < kMinSplitCount) {
+    layout.base_mode = Mode::kStored;
+    layout.raw_offset = kHeaderBytes;
+    layout.raw_bytes = count * element_size;
+    layout.coded_offset = layout.raw_offset + layout.raw_bytes;
+    layout.max_frame_bytes = layout.coded_offset;
+    return layout;
+  }
+  layout.base_mode = Mode::kSplitRans;
+  layout.raw_width = element_size - 1;
+  layout.lane_symbols = lane_symbols == 0 ? DefaultLaneSymbols(count) : lane_symbols;
+  layout.num_chunks = static_cast<uint32_t>(DivCeil(count, uint64_t{kLanes} * layout.lane_symbols));
+  layout.table_offset = kHeaderBytes;
+  layout.index_offset = layout.table_offset + kTableBytes;
+  layout.raw_offset = AlignUp16(layout.index_offset + uint64_t{layout.num_chunks} * 4);
+  layout.raw_bytes = count * layout.raw_width;
+  layout.coded_offset = AlignUp16(layout.raw_offset + layout.raw_bytes);
+  layout.coded_capacity = count;  // one byte per symbol when stored
+  layout.max_frame_bytes = layout.coded_offset + layout.coded_capacity;
+  return layout;
+}
+
+UZ_HD bool IsValidLaneSymbols(uint32_t lane_symbols) {
+  return lane_symbols >= kMinLaneSymbols && lane_symbols <= kMaxLaneSymbols &&
+         (lane_symbols & (lane_symbols - 1)) == 0;
+}
+
+}  // namespace ucclzip::codec
