@@ -40,7 +40,7 @@ std::string AbslUnparseFlag(ByteSize size) { return absl::StrCat(size.bytes); }
 absl::StatusOr<DataType> ParseDataType(absl::string_view name) {
   for (uint8_t v = 0; IsValidDataType(v); ++v) {
     auto type = static_cast<DataType>(v);
-    if (DataTypeName(type) == std::string_view(name.data(), name.size())) return type;
+    if (name == DataTypeName(type)) return type;
   }
   return absl::InvalidArgumentError(absl::StrCat("unknown --dtype '", name, "'"));
 }

@@ -2,7 +2,7 @@
 
 namespace ucclzip {
 
-std::string_view DataTypeName(DataType type) {
+const char* DataTypeName(DataType type) {
   switch (type) {
     case DataType::kRaw: return "raw";
     case DataType::kBFloat16: return "bf16";

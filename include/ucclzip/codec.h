@@ -18,6 +18,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "ucclzip/types.h"
 
 namespace ucclzip {
@@ -134,6 +135,6 @@ class GpuCodec {
 };
 
 // Turns a device error word into a status; `context` names the operation.
-absl::Status DecodeErrorToStatus(uint32_t error_word, std::string_view context);
+absl::Status DecodeErrorToStatus(uint32_t error_word, absl::string_view context);
 
 }  // namespace ucclzip

@@ -61,6 +61,6 @@ constexpr bool IsCompressibleType(DataType type) {
 }
 
 // Short lower-case name ("bf16", "fp32", ...), as the benchmarks and error messages print it.
-std::string_view DataTypeName(DataType type);
+const char* DataTypeName(DataType type);
 
 }  // namespace ucclzip

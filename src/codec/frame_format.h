@@ -45,8 +45,9 @@ struct Header {
   uint64_t coded_offset;    // symbols (stored or coded); == end of frame for kStored
   uint64_t coded_bytes;
   uint8_t lane_symbols_log2;  // split modes: log2 of the symbols per rANS lane
-  uint8_t constant_symbol;    // kSplitConstant only
-  uint16_t reserved;          // zero
+  uint8_t constant_symbol;    // kSplitConstant only, else zero
+  uint16_t reserved16;        // zero
+  uint32_t reserved32;        // zero
 };
 static_assert(sizeof(Header) == kHeaderBytes, "frame header must stay 64 bytes");
 
@@ -113,6 +114,31 @@ UZ_HD Layout ComputeLayout(uint32_t element_size, bool splittable, uint64_t coun
 UZ_HD bool IsValidLaneSymbols(uint32_t lane_symbols) {
   return lane_symbols >= kMinLaneSymbols && lane_symbols <= kMaxLaneSymbols &&
          (lane_symbols & (lane_symbols - 1)) == 0;
+}
+
+}  // namespace ucclzip::codec
+
+namespace ucclzip::codec {
+
+// Fills the header fields that are known before the data is coded. frame_bytes and coded_bytes
+// are final only for modes whose symbol size is known up front; the rANS encoder completes them.
+UZ_HD Header MakeHeader(const Layout& layout, uint8_t dtype, uint64_t count, Mode mode, uint8_t constant_symbol) {
+  Header h{};
+  h.magic = kFrameMagic;
+  h.version = kFrameVersion;
+  h.dtype = dtype;
+  h.mode = static_cast<uint8_t>(mode);
+  h.count = count;
+  h.raw_offset = layout.raw_offset;
+  h.raw_bytes = layout.raw_bytes;
+  h.coded_offset = layout.coded_offset;
+  h.coded_bytes = mode == Mode::kSplitStored ? count : 0;
+  h.frame_bytes = h.coded_offset + h.coded_bytes;
+  if (mode != Mode::kStored) {
+    h.lane_symbols_log2 = static_cast<uint8_t>(31 - CountLeadingZeros(layout.lane_symbols));
+  }
+  h.constant_symbol = constant_symbol;
+  return h;
 }
 
 }  // namespace ucclzip::codec

@@ -7,3 +7,17 @@
 #else
 #define UZ_HD inline
 #endif
+
+#include <cstdint>
+
+namespace ucclzip::codec {
+
+UZ_HD uint32_t CountLeadingZeros(uint32_t x) {
+#if defined(__CUDA_ARCH__)
+  return __clz(x);
+#else
+  return x == 0 ? 32 : __builtin_clz(x);
+#endif
+}
+
+}  // namespace ucclzip::codec

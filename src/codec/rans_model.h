@@ -14,14 +14,6 @@
 
 namespace ucclzip::codec {
 
-UZ_HD uint32_t CountLeadingZeros(uint32_t x) {
-#if defined(__CUDA_ARCH__)
-  return __clz(x);
-#else
-  return x == 0 ? 32 : __builtin_clz(x);
-#endif
-}
-
 UZ_HD uint32_t MulHi32(uint32_t a, uint32_t b) {
 #if defined(__CUDA_ARCH__)
   return __umulhi(a, b);
@@ -53,6 +45,7 @@ struct EncoderSymbol {
   uint16_t shift;
 };
 
+// `freq` must be in [1, 4095]; absent symbols have no encoder constants.
 UZ_HD EncoderSymbol MakeEncoderSymbol(uint32_t start, uint32_t freq) {
   EncoderSymbol sym{};
   sym.renorm_limit = ((kStateLow >> kProbBits) << 16) * freq;
@@ -118,6 +111,17 @@ inline constexpr uint64_t kChunkOverheadBoundBytes = kChunkStateBytes + kLanes *
 UZ_HD bool RansPays(uint64_t cost_bound_q16, uint64_t count, uint32_t num_chunks) {
   uint64_t bound_bytes = (cost_bound_q16 >> 19) + 1 + uint64_t{num_chunks} * kChunkOverheadBoundBytes;
   return bound_bytes <= count - count / 32;
+}
+
+}  // namespace ucclzip::codec
+
+namespace ucclzip::codec {
+
+// The split modes' choice, from the histogram's summary: one symbol needs no coding; rANS when
+// its worst case pays; otherwise the symbols are stored.
+UZ_HD Mode ChooseSplitMode(uint32_t present_symbols, uint64_t cost_bound_q16, uint64_t count, uint32_t num_chunks) {
+  if (present_symbols <= 1) return Mode::kSplitConstant;
+  return RansPays(cost_bound_q16, count, num_chunks) ? Mode::kSplitRans : Mode::kSplitStored;
 }
 
 }  // namespace ucclzip::codec

@@ -1,0 +1,86 @@
+// Validation of untrusted frames, shared by the CPU decoder, ReadFrameInfo and the GPU decoder.
+// Every size and offset is checked against what the caller expects before anything is read.
+#pragma once
+
+#include <cstdint>
+
+#include "codec/frame_format.h"
+#include "codec/host_device.h"
+
+namespace ucclzip::codec {
+
+// Decode error word: the code in the low 8 bits, a detail (e.g. the chunk) in the upper 24.
+enum class DecodeError : uint32_t {
+  kOk = 0,
+  kBadMagic = 1,
+  kBadVersion = 2,
+  kTypeMismatch = 3,
+  kCountMismatch = 4,
+  kBadMode = 5,
+  kTruncated = 6,        // frame_bytes larger than the bytes available
+  kBadLayout = 7,        // offsets or sizes disagree with the count and type
+  kBadTable = 8,         // frequencies do not sum to 2^12, or fewer than two symbols
+  kBadIndex = 9,         // chunk offsets out of order or out of bounds
+  kCorruptStream = 10,   // a lane read past its chunk, or did not end where the encoder began
+  kBadArgument = 11,     // the caller's own arguments (null, misaligned, too small)
+};
+
+UZ_HD uint32_t MakeErrorWord(DecodeError code, uint32_t detail) {
+  return static_cast<uint32_t>(code) | (detail << 8);
+}
+
+// Checks a header against the bytes available and the caller's expectations (expected_dtype
+// or expected_count may be set to the header's own when the caller has none).
+UZ_HD DecodeError CheckHeader(const Header& h, uint64_t available_bytes, uint8_t expected_dtype,
+                              uint64_t expected_count, uint32_t element_size, bool splittable) {
+  if (h.magic != kFrameMagic) return DecodeError::kBadMagic;
+  if (h.version != kFrameVersion) return DecodeError::kBadVersion;
+  if (h.dtype != expected_dtype) return DecodeError::kTypeMismatch;
+  if (h.count != expected_count) return DecodeError::kCountMismatch;
+  if (h.mode > kMaxMode) return DecodeError::kBadMode;
+  if (h.reserved16 != 0 || h.reserved32 != 0) return DecodeError::kBadLayout;
+  if (h.constant_symbol != 0 && h.mode != static_cast<uint8_t>(Mode::kSplitConstant)) return DecodeError::kBadLayout;
+  if (h.frame_bytes > available_bytes) return DecodeError::kTruncated;
+  const Mode mode = static_cast<Mode>(h.mode);
+  if (h.count > (uint64_t{1} << 48)) return DecodeError::kBadLayout;
+  const uint32_t lane_symbols = h.lane_symbols_log2 < 32 ? (1u << h.lane_symbols_log2) : 0;
+  if (mode != Mode::kStored && !IsValidLaneSymbols(lane_symbols)) return DecodeError::kBadLayout;
+  if (mode == Mode::kStored && h.lane_symbols_log2 != 0) return DecodeError::kBadLayout;
+  // Any type may be stored; only compressible types of kMinSplitCount or more may be split.
+  const bool split = mode != Mode::kStored;
+  const Layout layout = ComputeLayout(element_size, splittable && split, h.count, split ? lane_symbols : 0);
+  if (split && layout.base_mode == Mode::kStored) return DecodeError::kBadMode;
+  if (h.raw_offset != layout.raw_offset || h.raw_bytes != layout.raw_bytes ||
+      h.coded_offset != layout.coded_offset) {
+    return DecodeError::kBadLayout;
+  }
+  uint64_t expected_coded = 0;
+  switch (mode) {
+    case Mode::kStored:
+    case Mode::kSplitConstant: expected_coded = 0; break;
+    case Mode::kSplitStored: expected_coded = h.count; break;
+    case Mode::kSplitRans:
+      if (h.coded_bytes < uint64_t{layout.num_chunks} * kChunkStateBytes || h.coded_bytes > layout.coded_capacity ||
+          h.coded_bytes % 4 != 0) {
+        return DecodeError::kBadLayout;
+      }
+      expected_coded = h.coded_bytes;
+      break;
+  }
+  if (h.coded_bytes != expected_coded || h.frame_bytes != h.coded_offset + h.coded_bytes) {
+    return DecodeError::kBadLayout;
+  }
+  return DecodeError::kOk;
+}
+
+// Checks the frequency table of a kSplitRans frame.
+UZ_HD DecodeError CheckTable(const uint16_t* freqs) {
+  uint32_t sum = 0, present = 0;
+  for (uint32_t s = 0; s < kAlphabetSize; ++s) {
+    sum += freqs[s];
+    present += freqs[s] != 0;
+  }
+  return (sum == kProbScale && present >= 2) ? DecodeError::kOk : DecodeError::kBadTable;
+}
+
+}  // namespace ucclzip::codec
