@@ -116,12 +116,13 @@ class GpuCodec {
                         cudaEvent_t split_done = nullptr);
 
   // Decompresses on `stream`. A malformed frame never causes an out-of-bounds access: the
-  // kernel stops and records an error, which DecodeStatus reports.
+  // kernel stops and records an error, which StreamStatus reports.
   absl::Status Decompress(const void* frame, uint64_t frame_capacity, DataType dtype, void* output,
                           uint64_t count, cudaStream_t stream);
 
-  // Waits for `stream`, then returns (and clears) the first error any Decompress on it met.
-  absl::Status DecodeStatus(cudaStream_t stream);
+  // Waits for `stream`, then returns (and clears) the first error that a Decompress on it met
+  // (or the internal error of a Compress whose output outgrew its proven bound).
+  absl::Status StreamStatus(cudaStream_t stream);
 
   // Device address of the decode error word (0 = no error), for callers that fold it into their
   // own completion checks.

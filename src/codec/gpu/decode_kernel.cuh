@@ -1,0 +1,192 @@
+// Decode stage, in one kernel for every mode. Each block checks the header against what the
+// caller expects before touching anything else; in rANS mode it checks the table, builds the
+// 4096-entry slot table in shared memory, and its warps decode whole chunks (each staged in
+// shared memory when it fits), joining symbols with the raw plane as they go. Any check that
+// fails records an error word and stops the work that depended on it.
+#pragma once
+
+#include <cuda_pipeline.h>
+
+#include <cub/block/block_scan.cuh>
+
+#include "codec/frame_checks.h"
+#include "codec/frame_format.h"
+#include "codec/gpu/element_access.cuh"
+#include "codec/rans_model.h"
+
+namespace ucclzip::codec::gpu {
+
+inline constexpr int kDecodeThreads = 128;
+inline constexpr int kDecodeWarps = kDecodeThreads / 32;
+inline constexpr uint32_t kStagedChunkBytes = 12 * 1024;  // per warp; larger chunks read global memory
+inline constexpr size_t kDecodeSharedBytes = kProbScale * 4 + kDecodeWarps * kStagedChunkBytes;
+
+struct DecodeArgs {
+  const uint8_t* frame;
+  uint64_t frame_capacity;
+  uint8_t dtype;
+  uint32_t element_size;
+  bool splittable;  // false for types that are only ever stored
+  uint8_t* output;
+  uint64_t count;
+  uint32_t* error_word;
+};
+
+__device__ __forceinline__ void RecordError(uint32_t* error_word, uint32_t error) {
+  atomicCAS(error_word, 0u, error);
+}
+
+// Copies [src, src + bytes) (4-byte aligned, 4-byte multiple) to shared memory asynchronously,
+// 16 bytes at a time where alignment allows. Returns where the data starts in `dst`.
+__device__ __forceinline__ const uint8_t* StageChunk(uint8_t* dst, const uint8_t* src, uint32_t bytes) {
+  const uint32_t head = reinterpret_cast<uintptr_t>(src) & 15;  // copy from the aligned address below
+  const uint8_t* aligned_src = src - head;
+  const uint32_t total = head + bytes;
+  const uint32_t vector_bytes = total & ~15u;
+  const uint32_t lane = threadIdx.x & 31;
+  for (uint32_t at = lane * 16; at < vector_bytes; at += 32 * 16) __pipeline_memcpy_async(dst + at, aligned_src + at, 16);
+  for (uint32_t at = vector_bytes + lane * 4; at < total; at += 32 * 4) __pipeline_memcpy_async(dst + at, aligned_src + at, 4);
+  __pipeline_commit();
+  __pipeline_wait_prior(0);
+  __syncwarp();
+  return dst + head;
+}
+
+template <typename Split, bool kAligned>
+__device__ void DecodeChunk(const DecodeArgs& args, const Header& h, const uint32_t* slots, uint8_t* staging,
+                            uint32_t chunk) {
+  const uint32_t lane = threadIdx.x & 31;
+  const uint64_t chunk_elements = uint64_t{kLanes} << h.lane_symbols_log2;
+  const uint64_t num_chunks = DivCeil(h.count, chunk_elements);
+  const uint32_t* index = reinterpret_cast<const uint32_t*>(args.frame + kHeaderBytes + kTableBytes);
+  const uint32_t begin = index[chunk];
+  const uint32_t end = chunk + 1 < num_chunks ? index[chunk + 1] : static_cast<uint32_t>(h.coded_bytes / 4);
+  if (begin > end || uint64_t{end} * 4 > h.coded_bytes || end - begin < kChunkStateBytes / 4) {
+    if (lane == 0) RecordError(args.error_word, MakeErrorWord(DecodeError::kBadIndex, chunk));
+    return;
+  }
+  const uint32_t chunk_bytes = (end - begin) * 4;
+  const uint8_t* chunk_data = args.frame + h.coded_offset + uint64_t{begin} * 4;
+  if (chunk_bytes + 16 <= kStagedChunkBytes) chunk_data = StageChunk(staging, chunk_data, chunk_bytes);
+
+  uint32_t x = reinterpret_cast<const uint32_t*>(chunk_data)[lane];
+  if (!__all_sync(~0u, x >= kStateLow && x < (1u << 31))) {
+    if (lane == 0) RecordError(args.error_word, MakeErrorWord(DecodeError::kCorruptStream, chunk));
+    return;
+  }
+  const uint16_t* words = reinterpret_cast<const uint16_t*>(chunk_data + kChunkStateBytes);
+  const uint32_t available = (chunk_bytes - kChunkStateBytes) / 2;
+  const uint32_t lower_lanes = (1u << lane) - 1;
+  const uint64_t first = chunk * chunk_elements;
+  const uint64_t chunk_count = min(chunk_elements, h.count - first);
+  const uint8_t* raw_plane = args.frame + h.raw_offset;
+  const uint32_t steps = static_cast<uint32_t>(DivCeil(chunk_count, kLanes));
+  uint32_t consumed = 0;
+  for (uint32_t k = 0; k < steps; ++k) {
+    const uint64_t e = uint64_t{k} * kLanes + lane;
+    const bool active = e < chunk_count;
+    const uint32_t raw = active ? LoadRaw<Split>(raw_plane, first + e) : 0;
+    const uint32_t entry = slots[x & (kProbScale - 1)];
+    uint32_t next = DecodeStep(x, entry);
+    const bool refill = active && next < kStateLow;
+    const uint32_t ballot = __ballot_sync(~0u, refill);
+    if (consumed + __popc(ballot) > available) {
+      if (lane == 0) RecordError(args.error_word, MakeErrorWord(DecodeError::kCorruptStream, chunk));
+      return;
+    }
+    if (refill) next = (next << 16) | words[consumed + __popc(ballot & lower_lanes)];
+    consumed += __popc(ballot);
+    if (active) {
+      x = next;
+      StoreElement<Split, kAligned>(args.output, first + e, Split::Join(raw, EntrySymbol(entry)));
+    }
+  }
+  // A sound chunk ends where the encoder began, with every word read but the pad.
+  const bool exact = consumed == available;
+  const bool padded = consumed + 1 == available && (consumed & 1) && words[consumed] == 0;
+  if (!__all_sync(~0u, x == kStateLow) || !(exact || padded)) {
+    if (lane == 0) RecordError(args.error_word, MakeErrorWord(DecodeError::kCorruptStream, chunk));
+  }
+}
+
+// Fills the slot table from a checked frequency table: warp w expands symbols w, w+4, ...
+__device__ inline void BuildSlots(const uint16_t* freqs, uint32_t* slots) {
+  using Scan = cub::BlockScan<uint32_t, kDecodeThreads>;
+  __shared__ typename Scan::TempStorage scan;
+  __shared__ uint32_t starts[kAlphabetSize];
+  uint32_t local[2] = {freqs[2 * threadIdx.x], freqs[2 * threadIdx.x + 1]};
+  uint32_t prefix[2];
+  Scan(scan).ExclusiveSum(local, prefix);
+  starts[2 * threadIdx.x] = prefix[0];
+  starts[2 * threadIdx.x + 1] = prefix[1];
+  __syncthreads();
+  const uint32_t lane = threadIdx.x & 31;
+  for (uint32_t s = threadIdx.x / 32; s < kAlphabetSize; s += kDecodeWarps) {
+    const uint32_t f = freqs[s];
+    for (uint32_t i = lane; i < f; i += 32) slots[starts[s] + i] = MakeDecoderEntry(s, f, i);
+  }
+  __syncthreads();
+}
+
+template <typename Split, bool kAligned>
+__global__ void __launch_bounds__(kDecodeThreads) DecodeKernel(DecodeArgs args) {
+  extern __shared__ __align__(16) uint8_t shared[];
+  __shared__ Header h;
+  __shared__ uint16_t freqs[kAlphabetSize];
+  __shared__ uint32_t verdict;
+  if (threadIdx.x == 0) {
+    verdict = static_cast<uint32_t>(DecodeError::kTruncated);
+    if (args.frame_capacity >= kHeaderBytes) {
+      h = *reinterpret_cast<const Header*>(args.frame);
+      verdict = static_cast<uint32_t>(
+          CheckHeader(h, args.frame_capacity, args.dtype, args.count, args.element_size, args.splittable));
+    }
+  }
+  __syncthreads();
+  if (verdict == 0 && static_cast<Mode>(h.mode) == Mode::kSplitRans) {
+    for (uint32_t s = threadIdx.x; s < kAlphabetSize; s += kDecodeThreads) {
+      freqs[s] = reinterpret_cast<const uint16_t*>(args.frame + kHeaderBytes)[s];
+    }
+    __syncthreads();
+    if (threadIdx.x == 0) verdict = static_cast<uint32_t>(CheckTable(freqs));
+    __syncthreads();
+  }
+  if (verdict != 0) {
+    if (threadIdx.x == 0) RecordError(args.error_word, verdict);
+    return;
+  }
+  const uint64_t thread = blockIdx.x * uint64_t{kDecodeThreads} + threadIdx.x;
+  const uint64_t threads = gridDim.x * uint64_t{kDecodeThreads};
+  const Mode mode = static_cast<Mode>(h.mode);
+  if (mode == Mode::kStored) {
+    // raw_offset is 16-byte aligned in the (aligned) frame; use 16-byte copies when the output is too.
+    uint64_t done = 0;
+    if ((reinterpret_cast<uintptr_t>(args.output) & 15) == 0) {
+      const auto* src = reinterpret_cast<const uint4*>(args.frame + h.raw_offset);
+      auto* dst = reinterpret_cast<uint4*>(args.output);
+      for (uint64_t v = thread; v < h.raw_bytes / 16; v += threads) dst[v] = src[v];
+      done = h.raw_bytes & ~uint64_t{15};
+    }
+    for (uint64_t i = done + thread; i < h.raw_bytes; i += threads) args.output[i] = args.frame[h.raw_offset + i];
+    return;
+  }
+  const uint8_t* raw_plane = args.frame + h.raw_offset;
+  if (mode != Mode::kSplitRans) {
+    const uint8_t* symbols = args.frame + h.coded_offset;
+    for (uint64_t i = thread; i < h.count; i += threads) {
+      const uint32_t symbol = mode == Mode::kSplitConstant ? h.constant_symbol : symbols[i];
+      StoreElement<Split, kAligned>(args.output, i, Split::Join(LoadRaw<Split>(raw_plane, i), symbol));
+    }
+    return;
+  }
+  uint32_t* slots = reinterpret_cast<uint32_t*>(shared);
+  BuildSlots(freqs, slots);
+  uint8_t* staging = shared + kProbScale * 4 + (threadIdx.x / 32) * kStagedChunkBytes;
+  const uint32_t num_chunks = static_cast<uint32_t>(DivCeil(h.count, uint64_t{kLanes} << h.lane_symbols_log2));
+  for (uint32_t chunk = blockIdx.x * kDecodeWarps + threadIdx.x / 32; chunk < num_chunks;
+       chunk += gridDim.x * kDecodeWarps) {
+    DecodeChunk<Split, kAligned>(args, h, slots, staging, chunk);
+  }
+}
+
+}  // namespace ucclzip::codec::gpu

@@ -1,0 +1,26 @@
+// The codec's device-side state between the split, encode and decode kernels of one stream.
+// Counters are left at zero by the kernel that consumes them, so no memset precedes a call.
+#pragma once
+
+#include <cub/agent/single_pass_scan_operators.cuh>
+
+#include <cstdint>
+
+#include "codec/rans_model.h"
+
+namespace ucclzip::codec::gpu {
+
+// Decoupled look-back over the chunks' coded sizes (CUB's single-pass scan machinery).
+using ChunkScanState = cub::ScanTileState<uint32_t>;
+
+struct DeviceWorkspace {
+  unsigned long long histogram[kAlphabetSize];  // zero between calls
+  uint32_t split_blocks_done;                   // zero between calls
+  uint32_t encode_ticket;                       // zero between calls
+  uint32_t mode_word;                           // Mode | constant_symbol << 8, set by the split stage
+  uint32_t encode_error;                        // non-zero if an encoder bound was violated
+  uint32_t decode_error;                        // first decode error word since last read
+  EncoderSymbol symbols[kAlphabetSize];
+};
+
+}  // namespace ucclzip::codec::gpu

@@ -1,0 +1,114 @@
+// Encode stage: one warp codes one chunk of 32 interleaved rANS lanes, running backwards over
+// its symbols. Renormalisation words go to a per-chunk scratch area in emission order; the
+// chunk's place in the frame comes from a decoupled look-back over the chunks' sizes (CUB), and
+// the words are then written reversed, in the order the decoder reads them.
+#pragma once
+
+#include <cub/agent/single_pass_scan_operators.cuh>
+
+#include <cuda/functional>
+#include <cuda/std/functional>
+
+#include "codec/frame_format.h"
+#include "codec/gpu/device_workspace.h"
+#include "codec/gpu/element_access.cuh"
+#include "codec/rans_model.h"
+
+namespace ucclzip::codec::gpu {
+
+struct EncodeArgs {
+  const uint8_t* input;
+  uint64_t count;
+  uint8_t* frame;
+  Layout layout;
+  DeviceWorkspace* workspace;
+  ChunkScanState chunk_scan;
+  uint16_t* scratch;  // >= count words: a chunk emits at most one word per symbol
+};
+
+using ChunkPrefixOp = cub::TilePrefixCallbackOp<uint32_t, cuda::std::plus<uint32_t>, ChunkScanState>;
+
+template <typename Split, bool kAligned>
+__device__ void StoreSymbols(const EncodeArgs& args, uint64_t first, uint64_t chunk_count) {
+  uint8_t* symbols = args.frame + args.layout.coded_offset;
+  for (uint64_t e = threadIdx.x; e < chunk_count; e += 32) {
+    symbols[first + e] = static_cast<uint8_t>(Split::Symbol(LoadElement<Split, kAligned>(args.input, first + e)));
+  }
+}
+
+template <typename Split, bool kAligned>
+__global__ void __launch_bounds__(32) EncodeKernel(EncodeArgs args) {
+  __shared__ EncoderSymbol symbols[kAlphabetSize];
+  __shared__ typename ChunkPrefixOp::TempStorage prefix_storage;
+  __shared__ uint32_t chunk_smem;
+  DeviceWorkspace* ws = args.workspace;
+  const uint32_t lane = threadIdx.x;
+  const uint32_t num_chunks = args.layout.num_chunks;
+  // Chunks are taken in launch order, so every chunk's predecessors are running or done and the
+  // look-back always makes progress.
+  if (lane == 0) {
+    chunk_smem = atomicAdd(&ws->encode_ticket, 1u);
+    if (chunk_smem == num_chunks - 1) ws->encode_ticket = 0;  // every ticket is taken: reset for the next call
+  }
+  __syncwarp();
+  const uint32_t chunk = chunk_smem;
+  const uint64_t chunk_elements = uint64_t{kLanes} * args.layout.lane_symbols;
+  const uint64_t first = chunk * chunk_elements;
+  const uint64_t chunk_count = min(chunk_elements, args.count - first);
+  const Mode mode = static_cast<Mode>(ws->mode_word & 0xFF);
+  if (mode == Mode::kSplitStored) return StoreSymbols<Split, kAligned>(args, first, chunk_count);
+  if (mode != Mode::kSplitRans) return;
+
+  for (uint32_t s = lane; s < kAlphabetSize; s += 32) symbols[s] = ws->symbols[s];
+  __syncwarp();
+
+  uint16_t* words = args.scratch + first;
+  const uint32_t higher_lanes = ~0u << lane << 1;  // lanes above this one write first in a step
+  uint32_t x = kStateLow;
+  uint32_t emitted = 0;
+  const uint32_t steps = static_cast<uint32_t>(DivCeil(chunk_count, kLanes));
+  for (uint32_t k = steps; k-- > 0;) {
+    const uint64_t e = uint64_t{k} * kLanes + lane;
+    const bool active = e < chunk_count;
+    const EncoderSymbol sym = symbols[active ? Split::Symbol(LoadElement<Split, kAligned>(args.input, first + e)) : 0];
+    const bool emit = active && x >= sym.renorm_limit;
+    const uint32_t ballot = __ballot_sync(~0u, emit);
+    if (emit) {
+      words[emitted + __popc(ballot & higher_lanes)] = static_cast<uint16_t>(x & 0xFFFF);
+      x >>= 16;
+    }
+    emitted += __popc(ballot);
+    if (active) x = EncodeStep(x, sym);
+  }
+  const uint32_t padded_words = emitted + (emitted & 1);
+  const uint32_t chunk_bytes = kChunkStateBytes + 2 * padded_words;
+
+  uint32_t offset;
+  if (chunk == 0) {
+    if (lane == 0) args.chunk_scan.SetInclusive(0, chunk_bytes);
+    offset = 0;
+  } else {
+    ChunkPrefixOp prefix(args.chunk_scan, prefix_storage, cuda::std::plus<uint32_t>(), chunk);
+    prefix(chunk_bytes);
+    __syncwarp();
+    offset = prefix.GetExclusivePrefix();
+  }
+  // The mode decision bounds the total below the capacity; a violation is recorded, not written.
+  if (uint64_t{offset} + chunk_bytes > args.layout.coded_capacity) {
+    if (lane == 0) atomicExch(&ws->encode_error, 1u);
+    return;
+  }
+  uint8_t* out = args.frame + args.layout.coded_offset + offset;
+  if (lane == 0) reinterpret_cast<uint32_t*>(args.frame + args.layout.index_offset)[chunk] = offset / 4;
+  reinterpret_cast<uint32_t*>(out)[lane] = x;
+  __syncwarp();  // the scratch words written by other lanes are visible from here on
+  uint16_t* out_words = reinterpret_cast<uint16_t*>(out + kChunkStateBytes);
+  for (uint32_t j = lane; j < padded_words; j += 32) out_words[j] = j < emitted ? words[emitted - 1 - j] : 0;
+  if (chunk == num_chunks - 1 && lane == 0) {
+    auto* header = reinterpret_cast<Header*>(args.frame);
+    header->coded_bytes = uint64_t{offset} + chunk_bytes;
+    header->frame_bytes = args.layout.coded_offset + header->coded_bytes;
+  }
+}
+
+}  // namespace ucclzip::codec::gpu

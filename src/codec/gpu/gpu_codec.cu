@@ -1,0 +1,164 @@
+// GpuCodec: owns the device workspace, checks arguments, and picks the launcher for a type.
+#include <cuda_runtime.h>
+
+#include "absl/strings/str_cat.h"
+#include "codec/dtype_dispatch.h"
+#include "codec/frame_checks.h"
+#include "codec/gpu/launch.h"
+#include "ucclzip/codec.h"
+
+namespace ucclzip {
+
+using codec::gpu::ChunkScanState;
+using codec::gpu::DeviceWorkspace;
+
+struct GpuCodec::Workspace {
+  DeviceWorkspace* device = nullptr;
+  void* chunk_scan_storage = nullptr;
+  uint16_t* scratch = nullptr;
+  ChunkScanState chunk_scan;
+  int sm_count = 0;
+  uint32_t* host_error = nullptr;  // pinned, for StreamStatus
+
+  ~Workspace() {
+    cudaFree(device);
+    cudaFree(chunk_scan_storage);
+    cudaFree(scratch);
+    cudaFreeHost(host_error);
+  }
+};
+
+namespace {
+
+absl::Status CudaStatus(cudaError_t err, absl::string_view what) {
+  if (err == cudaSuccess) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(what, ": ", cudaGetErrorString(err)));
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<GpuCodec>> GpuCodec::Create(uint64_t max_count) {
+  auto ws = std::make_unique<Workspace>();
+  const std::string context = absl::StrCat("create GPU codec for up to ", max_count, " elements");
+  int device = 0;
+  if (auto s = CudaStatus(cudaGetDevice(&device), context); !s.ok()) return s;
+  if (auto s = CudaStatus(cudaDeviceGetAttribute(&ws->sm_count, cudaDevAttrMultiProcessorCount, device), context);
+      !s.ok()) {
+    return s;
+  }
+  const uint64_t max_chunks = codec::DivCeil(std::max<uint64_t>(max_count, 1), uint64_t{codec::kLanes} * codec::kMinLaneSymbols);
+  if (max_chunks > (1u << 30)) return absl::InvalidArgumentError(absl::StrCat(context, ": too many elements"));
+  size_t scan_bytes = 0;
+  ChunkScanState::AllocationSize(static_cast<int>(max_chunks), scan_bytes);
+  auto alloc = [&](void** p, size_t bytes, const char* what) {
+    return CudaStatus(cudaMalloc(p, bytes), absl::StrCat(context, ": cudaMalloc ", what, " (", bytes, " bytes)"));
+  };
+  if (auto s = alloc(reinterpret_cast<void**>(&ws->device), sizeof(DeviceWorkspace), "workspace"); !s.ok()) return s;
+  if (auto s = alloc(&ws->chunk_scan_storage, scan_bytes, "chunk scan"); !s.ok()) return s;
+  if (auto s = alloc(reinterpret_cast<void**>(&ws->scratch), std::max<uint64_t>(max_count, 1) * 2, "scratch"); !s.ok()) {
+    return s;
+  }
+  if (auto s = CudaStatus(cudaMallocHost(reinterpret_cast<void**>(&ws->host_error), sizeof(uint32_t)), context);
+      !s.ok()) {
+    return s;
+  }
+  if (auto s = CudaStatus(cudaMemset(ws->device, 0, sizeof(DeviceWorkspace)), context); !s.ok()) return s;
+  ws->chunk_scan.Init(static_cast<int>(max_chunks), ws->chunk_scan_storage, scan_bytes);
+  return std::unique_ptr<GpuCodec>(new GpuCodec(max_count, std::move(ws)));
+}
+
+GpuCodec::GpuCodec(uint64_t max_count, std::unique_ptr<Workspace> workspace)
+    : max_count_(max_count), workspace_(std::move(workspace)) {}
+
+GpuCodec::~GpuCodec() = default;
+
+absl::Status GpuCodec::Compress(const void* input, uint64_t count, DataType dtype, void* frame,
+                                uint64_t frame_capacity, cudaStream_t stream, const CodecOptions& options,
+                                cudaEvent_t split_done) {
+  const std::string context = absl::StrCat("GPU compress ", DataTypeName(dtype), " x", count);
+  auto plan = PlanFrame(dtype, count, options);
+  if (!plan.ok()) return plan.status();
+  if (count > max_count_) {
+    return absl::InvalidArgumentError(absl::StrCat(context, ": the codec was created for at most ", max_count_,
+                                                   " elements"));
+  }
+  if (frame == nullptr || (count > 0 && input == nullptr)) {
+    return absl::InvalidArgumentError(absl::StrCat(context, ": null ", frame == nullptr ? "frame" : "input", " pointer"));
+  }
+  if (reinterpret_cast<uintptr_t>(frame) % 16 != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(context, ": the frame buffer must be 16-byte aligned"));
+  }
+  if (frame_capacity < plan->max_frame_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(context, ": frame capacity ", frame_capacity, " bytes < the ",
+                                                   plan->max_frame_bytes, " bytes this tensor may need"));
+  }
+  codec::gpu::CompressLaunch launch{};
+  launch.input = static_cast<const uint8_t*>(input);
+  launch.count = count;
+  launch.dtype = static_cast<uint8_t>(dtype);
+  launch.frame = static_cast<uint8_t*>(frame);
+  launch.layout = codec::ComputeLayout(ElementSize(dtype), plan->split, count, plan->lane_symbols);
+  launch.workspace = workspace_->device;
+  launch.chunk_scan = workspace_->chunk_scan;
+  launch.scratch = workspace_->scratch;
+  launch.sm_count = workspace_->sm_count;
+  launch.stream = stream;
+  launch.split_done = split_done;
+  cudaError_t err = plan->split ? codec::VisitSplit(
+                                      dtype, [&]<typename Split>() { return codec::gpu::LaunchCompress<Split>(launch); },
+                                      [] { return cudaErrorInvalidValue; })
+                                : codec::gpu::LaunchStoredCompress(launch);
+  return CudaStatus(err, context);
+}
+
+absl::Status GpuCodec::Decompress(const void* frame, uint64_t frame_capacity, DataType dtype, void* output,
+                                  uint64_t count, cudaStream_t stream) {
+  const std::string context = absl::StrCat("GPU decompress ", DataTypeName(dtype), " x", count, " from a frame of ",
+                                           frame_capacity, " bytes");
+  if (!IsValidDataType(static_cast<uint8_t>(dtype))) {
+    return absl::InvalidArgumentError(absl::StrCat(context, ": invalid data type ", static_cast<int>(dtype)));
+  }
+  if (frame == nullptr || (count > 0 && output == nullptr)) {
+    return absl::InvalidArgumentError(absl::StrCat(context, ": null ", frame == nullptr ? "frame" : "output", " pointer"));
+  }
+  if (reinterpret_cast<uintptr_t>(frame) % 16 != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(context, ": the frame buffer must be 16-byte aligned"));
+  }
+  codec::gpu::DecompressLaunch launch{};
+  launch.frame = static_cast<const uint8_t*>(frame);
+  launch.frame_capacity = frame_capacity;
+  launch.dtype = static_cast<uint8_t>(dtype);
+  launch.element_size = static_cast<uint32_t>(ElementSize(dtype));
+  launch.splittable = IsCompressibleType(dtype);
+  launch.output = static_cast<uint8_t*>(output);
+  launch.count = count;
+  launch.error_word = &workspace_->device->decode_error;
+  launch.sm_count = workspace_->sm_count;
+  launch.stream = stream;
+  cudaError_t err = codec::VisitSplit(
+      dtype, [&]<typename Split>() { return codec::gpu::LaunchDecompress<Split>(launch); },
+      [&] { return codec::gpu::LaunchDecompress<codec::Split8>(launch); });
+  return CudaStatus(err, context);
+}
+
+absl::Status GpuCodec::StreamStatus(cudaStream_t stream) {
+  uint32_t* host = workspace_->host_error;
+  DeviceWorkspace* dev = workspace_->device;
+  uint32_t words[2];
+  for (int i = 0; i < 2; ++i) {
+    uint32_t* field = i == 0 ? &dev->decode_error : &dev->encode_error;
+    if (auto s = CudaStatus(cudaMemcpyAsync(host, field, 4, cudaMemcpyDeviceToHost, stream), "read codec status");
+        !s.ok()) {
+      return s;
+    }
+    if (auto s = CudaStatus(cudaMemsetAsync(field, 0, 4, stream), "reset codec status"); !s.ok()) return s;
+    if (auto s = CudaStatus(cudaStreamSynchronize(stream), "wait for the codec's stream"); !s.ok()) return s;
+    words[i] = *host;
+  }
+  if (words[1] != 0) return absl::InternalError("GPU compress: rANS output outgrew its bound (frame not written)");
+  return DecodeErrorToStatus(words[0], "GPU decompress");
+}
+
+const uint32_t* GpuCodec::device_error_word() const { return &workspace_->device->decode_error; }
+
+}  // namespace ucclzip

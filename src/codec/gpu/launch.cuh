@@ -1,0 +1,64 @@
+// Definitions of the launchers in launch.h, included once per split by instantiate_*.cu.
+#pragma once
+
+#include <algorithm>
+
+#include "codec/gpu/decode_kernel.cuh"
+#include "codec/gpu/encode_kernel.cuh"
+#include "codec/gpu/launch.h"
+#include "codec/gpu/split_kernel.cuh"
+
+namespace ucclzip::codec::gpu {
+
+inline bool IsAligned(const void* p, size_t alignment) { return reinterpret_cast<uintptr_t>(p) % alignment == 0; }
+
+template <typename Split, bool kAligned>
+cudaError_t LaunchCompressAs(const CompressLaunch& launch) {
+  SplitArgs split{launch.input, launch.count, launch.frame, launch.layout, launch.dtype, launch.workspace,
+                  launch.chunk_scan};
+  // Enough blocks to fill the GPU, each thread with a few 16-byte vectors.
+  const uint64_t vectors = DivCeil(launch.count * sizeof(typename Split::Bits), 16);
+  const uint64_t wanted = DivCeil(vectors, uint64_t{kSplitThreads} * 4);
+  const int blocks = static_cast<int>(std::clamp<uint64_t>(wanted, 1, uint64_t(launch.sm_count) * 8));
+  SplitKernel<Split, kAligned><<<blocks, kSplitThreads, 0, launch.stream>>>(split);
+  if (launch.split_done != nullptr) {
+    if (cudaError_t err = cudaEventRecord(launch.split_done, launch.stream); err != cudaSuccess) return err;
+  }
+  EncodeArgs encode{launch.input, launch.count, launch.frame, launch.layout, launch.workspace, launch.chunk_scan,
+                    launch.scratch};
+  EncodeKernel<Split, kAligned><<<launch.layout.num_chunks, 32, 0, launch.stream>>>(encode);
+  return cudaGetLastError();
+}
+
+template <typename Split>
+cudaError_t LaunchCompress(const CompressLaunch& launch) {
+  return IsAligned(launch.input, 16) ? LaunchCompressAs<Split, true>(launch) : LaunchCompressAs<Split, false>(launch);
+}
+
+template <typename Split, bool kAligned>
+cudaError_t LaunchDecompressAs(const DecompressLaunch& launch) {
+  static const cudaError_t configured = cudaFuncSetAttribute(
+      DecodeKernel<Split, kAligned>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kDecodeSharedBytes));
+  if (configured != cudaSuccess) return configured;
+  DecodeArgs args{launch.frame, launch.frame_capacity, launch.dtype, launch.element_size, launch.splittable,
+                  launch.output, launch.count, launch.error_word};
+  // Grid: enough warps for the most chunks the shortest lanes could give, capped at a few
+  // resident blocks per multiprocessor (the warps loop over the chunks).
+  const uint64_t max_chunks = DivCeil(launch.count, uint64_t{kLanes} * kMinLaneSymbols);
+  const uint64_t wanted = std::max<uint64_t>(DivCeil(max_chunks, kDecodeWarps), 1);
+  const int blocks = static_cast<int>(std::min<uint64_t>(wanted, uint64_t(launch.sm_count) * 3));
+  DecodeKernel<Split, kAligned><<<blocks, kDecodeThreads, kDecodeSharedBytes, launch.stream>>>(args);
+  return cudaGetLastError();
+}
+
+template <typename Split>
+cudaError_t LaunchDecompress(const DecompressLaunch& launch) {
+  return IsAligned(launch.output, sizeof(typename Split::Bits)) ? LaunchDecompressAs<Split, true>(launch)
+                                                                : LaunchDecompressAs<Split, false>(launch);
+}
+
+#define UCCLZIP_INSTANTIATE_CODEC_LAUNCHERS(Split)                               \
+  template cudaError_t LaunchCompress<Split>(const CompressLaunch& launch);     \
+  template cudaError_t LaunchDecompress<Split>(const DecompressLaunch& launch);
+
+}  // namespace ucclzip::codec::gpu

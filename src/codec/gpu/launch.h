@@ -1,0 +1,53 @@
+// Host-side launchers of the codec kernels, one instantiation per split (instantiate_*.cu), so
+// that the kernels compile in parallel and gpu_codec.cu stays free of kernel code.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "codec/dtype_split.h"
+#include "codec/frame_format.h"
+#include "codec/gpu/device_workspace.h"
+
+namespace ucclzip::codec::gpu {
+
+struct CompressLaunch {
+  const uint8_t* input;
+  uint64_t count;
+  uint8_t dtype;
+  uint8_t* frame;
+  Layout layout;
+  DeviceWorkspace* workspace;
+  ChunkScanState chunk_scan;
+  uint16_t* scratch;
+  int sm_count;
+  cudaStream_t stream;
+  cudaEvent_t split_done;  // may be null
+};
+
+struct DecompressLaunch {
+  const uint8_t* frame;
+  uint64_t frame_capacity;
+  uint8_t dtype;
+  uint32_t element_size;
+  bool splittable;
+  uint8_t* output;
+  uint64_t count;
+  uint32_t* error_word;
+  int sm_count;
+  cudaStream_t stream;
+};
+
+// Split modes: the split kernel, then the encode kernel.
+template <typename Split>
+cudaError_t LaunchCompress(const CompressLaunch& launch);
+
+// Any frame whose type uses this split; stored-only types use Split8 with splittable = false.
+template <typename Split>
+cudaError_t LaunchDecompress(const DecompressLaunch& launch);
+
+// A stored frame: header and a copy of the elements.
+cudaError_t LaunchStoredCompress(const CompressLaunch& launch);
+
+}  // namespace ucclzip::codec::gpu
