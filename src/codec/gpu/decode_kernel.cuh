@@ -1,7 +1,7 @@
 // Decode stage, in one kernel for every mode. Each block checks the header against what the
 // caller expects before touching anything else; in rANS mode it checks the table, builds the
-// 4096-entry slot table in shared memory, and its warps decode whole chunks (each staged in
-// shared memory when it fits), joining symbols with the raw plane as they go. Any check that
+// 4096-entry slot table in shared memory, and its warps decode whole chunks (their words
+// streamed through a shared-memory ring), joining symbols with the raw plane as they go. Any check that
 // fails records an error word and stops the work that depended on it.
 #pragma once
 
@@ -12,14 +12,14 @@
 #include "codec/frame_checks.h"
 #include "codec/frame_format.h"
 #include "codec/gpu/element_access.cuh"
+#include "codec/gpu/word_ring.cuh"
 #include "codec/rans_model.h"
 
 namespace ucclzip::codec::gpu {
 
 inline constexpr int kDecodeThreads = 128;
 inline constexpr int kDecodeWarps = kDecodeThreads / 32;
-inline constexpr uint32_t kStagedChunkBytes = 12 * 1024;  // per warp; larger chunks read global memory
-inline constexpr size_t kDecodeSharedBytes = kProbScale * 4 + kDecodeWarps * kStagedChunkBytes;
+inline constexpr size_t kDecodeSharedBytes = kProbScale * 4 + kDecodeWarps * WordRing::kRingBytes;
 
 struct DecodeArgs {
   const uint8_t* frame;
@@ -36,24 +36,8 @@ __device__ __forceinline__ void RecordError(uint32_t* error_word, uint32_t error
   atomicCAS(error_word, 0u, error);
 }
 
-// Copies [src, src + bytes) (4-byte aligned, 4-byte multiple) to shared memory asynchronously,
-// 16 bytes at a time where alignment allows. Returns where the data starts in `dst`.
-__device__ __forceinline__ const uint8_t* StageChunk(uint8_t* dst, const uint8_t* src, uint32_t bytes) {
-  const uint32_t head = reinterpret_cast<uintptr_t>(src) & 15;  // copy from the aligned address below
-  const uint8_t* aligned_src = src - head;
-  const uint32_t total = head + bytes;
-  const uint32_t vector_bytes = total & ~15u;
-  const uint32_t lane = threadIdx.x & 31;
-  for (uint32_t at = lane * 16; at < vector_bytes; at += 32 * 16) __pipeline_memcpy_async(dst + at, aligned_src + at, 16);
-  for (uint32_t at = vector_bytes + lane * 4; at < total; at += 32 * 4) __pipeline_memcpy_async(dst + at, aligned_src + at, 4);
-  __pipeline_commit();
-  __pipeline_wait_prior(0);
-  __syncwarp();
-  return dst + head;
-}
-
 template <typename Split, bool kAligned>
-__device__ void DecodeChunk(const DecodeArgs& args, const Header& h, const uint32_t* slots, uint8_t* staging,
+__device__ void DecodeChunk(const DecodeArgs& args, const Header& h, const uint32_t* slots, uint8_t* ring_memory,
                             uint32_t chunk) {
   const uint32_t lane = threadIdx.x & 31;
   const uint64_t chunk_elements = uint64_t{kLanes} << h.lane_symbols_log2;
@@ -65,46 +49,73 @@ __device__ void DecodeChunk(const DecodeArgs& args, const Header& h, const uint3
     if (lane == 0) RecordError(args.error_word, MakeErrorWord(DecodeError::kBadIndex, chunk));
     return;
   }
-  const uint32_t chunk_bytes = (end - begin) * 4;
   const uint8_t* chunk_data = args.frame + h.coded_offset + uint64_t{begin} * 4;
-  if (chunk_bytes + 16 <= kStagedChunkBytes) chunk_data = StageChunk(staging, chunk_data, chunk_bytes);
+  const uint32_t available = ((end - begin) * 4 - kChunkStateBytes) / 2;
+  WordRing words(ring_memory, chunk_data + kChunkStateBytes, available);
 
   uint32_t x = reinterpret_cast<const uint32_t*>(chunk_data)[lane];
   if (!__all_sync(~0u, x >= kStateLow && x < (1u << 31))) {
     if (lane == 0) RecordError(args.error_word, MakeErrorWord(DecodeError::kCorruptStream, chunk));
+    __pipeline_wait_prior(0);  // leave no copy in flight into memory the next chunk reuses
     return;
   }
-  const uint16_t* words = reinterpret_cast<const uint16_t*>(chunk_data + kChunkStateBytes);
-  const uint32_t available = (chunk_bytes - kChunkStateBytes) / 2;
   const uint32_t lower_lanes = (1u << lane) - 1;
   const uint64_t first = chunk * chunk_elements;
   const uint64_t chunk_count = min(chunk_elements, h.count - first);
   const uint8_t* raw_plane = args.frame + h.raw_offset;
-  const uint32_t steps = static_cast<uint32_t>(DivCeil(chunk_count, kLanes));
+  const int steps = static_cast<int>(DivCeil(chunk_count, kLanes));
+  // The raw parts of the next kBatch steps are loaded while the current ones are decoded.
+  constexpr int kBatch = 16;
+  auto load_batch = [&](int k0, uint32_t (&batch)[kBatch]) {
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) {
+      const uint64_t e = uint64_t(k0 + j) * kLanes + lane;
+      batch[j] = (k0 + j < steps && e < chunk_count) ? LoadRaw<Split>(raw_plane, first + e) : 0;
+    }
+  };
+  uint32_t raw[kBatch], next_raw[kBatch];
+  load_batch(0, raw);
   uint32_t consumed = 0;
-  for (uint32_t k = 0; k < steps; ++k) {
-    const uint64_t e = uint64_t{k} * kLanes + lane;
-    const bool active = e < chunk_count;
-    const uint32_t raw = active ? LoadRaw<Split>(raw_plane, first + e) : 0;
-    const uint32_t entry = slots[x & (kProbScale - 1)];
-    uint32_t next = DecodeStep(x, entry);
-    const bool refill = active && next < kStateLow;
-    const uint32_t ballot = __ballot_sync(~0u, refill);
-    if (consumed + __popc(ballot) > available) {
-      if (lane == 0) RecordError(args.error_word, MakeErrorWord(DecodeError::kCorruptStream, chunk));
-      return;
+  bool corrupt = false;
+  for (int k0 = 0; k0 < steps && !corrupt; k0 += kBatch) {
+    load_batch(k0 + kBatch, next_raw);
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) {
+      const int k = k0 + j;
+      if (k >= steps) break;
+      const uint64_t e = uint64_t(k) * kLanes + lane;
+      const bool active = e < chunk_count;
+      const uint32_t entry = slots[x & (kProbScale - 1)];
+      uint32_t next = DecodeStep(x, entry);
+      const bool refill = active && next < kStateLow;
+      const uint32_t ballot = __ballot_sync(~0u, refill);
+      if (ballot != 0) {
+        if (consumed + __popc(ballot) > available) {
+          corrupt = true;
+          break;
+        }
+        words.Ensure(consumed);
+        if (refill) next = (next << 16) | words.Word(consumed + __popc(ballot & lower_lanes));
+        consumed += __popc(ballot);
+        words.Refill(consumed);
+      }
+      if (active) {
+        x = next;
+        StoreElement<Split, kAligned>(args.output, first + e, Split::Join(raw[j], EntrySymbol(entry)));
+      }
     }
-    if (refill) next = (next << 16) | words[consumed + __popc(ballot & lower_lanes)];
-    consumed += __popc(ballot);
-    if (active) {
-      x = next;
-      StoreElement<Split, kAligned>(args.output, first + e, Split::Join(raw, EntrySymbol(entry)));
-    }
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) raw[j] = next_raw[j];
   }
   // A sound chunk ends where the encoder began, with every word read but the pad.
-  const bool exact = consumed == available;
-  const bool padded = consumed + 1 == available && (consumed & 1) && words[consumed] == 0;
-  if (!__all_sync(~0u, x == kStateLow) || !(exact || padded)) {
+  bool padded = false;
+  if (!corrupt && consumed + 1 == available && (consumed & 1)) {
+    words.Ensure(consumed);
+    padded = words.Word(consumed) == 0;
+  }
+  __pipeline_wait_prior(0);  // leave no copy in flight into memory the next chunk reuses
+  __syncwarp();
+  if (corrupt || !__all_sync(~0u, x == kStateLow) || !(consumed == available || padded)) {
     if (lane == 0) RecordError(args.error_word, MakeErrorWord(DecodeError::kCorruptStream, chunk));
   }
 }
@@ -181,11 +192,11 @@ __global__ void __launch_bounds__(kDecodeThreads) DecodeKernel(DecodeArgs args) 
   }
   uint32_t* slots = reinterpret_cast<uint32_t*>(shared);
   BuildSlots(freqs, slots);
-  uint8_t* staging = shared + kProbScale * 4 + (threadIdx.x / 32) * kStagedChunkBytes;
+  uint8_t* ring = shared + kProbScale * 4 + (threadIdx.x / 32) * WordRing::kRingBytes;
   const uint32_t num_chunks = static_cast<uint32_t>(DivCeil(h.count, uint64_t{kLanes} << h.lane_symbols_log2));
   for (uint32_t chunk = blockIdx.x * kDecodeWarps + threadIdx.x / 32; chunk < num_chunks;
        chunk += gridDim.x * kDecodeWarps) {
-    DecodeChunk<Split, kAligned>(args, h, slots, staging, chunk);
+    DecodeChunk<Split, kAligned>(args, h, slots, ring, chunk);
   }
 }
 

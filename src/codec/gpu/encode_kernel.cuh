@@ -66,19 +66,40 @@ __global__ void __launch_bounds__(32) EncodeKernel(EncodeArgs args) {
   const uint32_t higher_lanes = ~0u << lane << 1;  // lanes above this one write first in a step
   uint32_t x = kStateLow;
   uint32_t emitted = 0;
-  const uint32_t steps = static_cast<uint32_t>(DivCeil(chunk_count, kLanes));
-  for (uint32_t k = steps; k-- > 0;) {
-    const uint64_t e = uint64_t{k} * kLanes + lane;
-    const bool active = e < chunk_count;
-    const EncoderSymbol sym = symbols[active ? Split::Symbol(LoadElement<Split, kAligned>(args.input, first + e)) : 0];
-    const bool emit = active && x >= sym.renorm_limit;
-    const uint32_t ballot = __ballot_sync(~0u, emit);
-    if (emit) {
-      words[emitted + __popc(ballot & higher_lanes)] = static_cast<uint16_t>(x & 0xFFFF);
-      x >>= 16;
+  const int steps = static_cast<int>(DivCeil(chunk_count, kLanes));
+  // Steps run from the last down, kBatch at a time; the next batch's elements are loaded while
+  // the current batch is coded, so global-memory latency stays off the coder's critical path.
+  constexpr int kBatch = 16;
+  using Bits = typename Split::Bits;
+  auto load_batch = [&](int end, Bits (&batch)[kBatch]) {
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) {
+      const int k = end - 1 - j;
+      const uint64_t e = uint64_t(k) * kLanes + lane;
+      batch[j] = (k >= 0 && e < chunk_count) ? LoadElement<Split, kAligned>(args.input, first + e) : Bits{0};
     }
-    emitted += __popc(ballot);
-    if (active) x = EncodeStep(x, sym);
+  };
+  Bits current[kBatch], next[kBatch];
+  load_batch(steps, current);
+  for (int end = steps; end > 0; end -= kBatch) {
+    load_batch(end - kBatch, next);
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) {
+      const int k = end - 1 - j;
+      if (k < 0) break;
+      const bool active = uint64_t(k) * kLanes + lane < chunk_count;
+      const EncoderSymbol sym = symbols[Split::Symbol(current[j])];
+      const bool emit = active && x >= sym.renorm_limit;
+      const uint32_t ballot = __ballot_sync(~0u, emit);
+      if (emit) {
+        words[emitted + __popc(ballot & higher_lanes)] = static_cast<uint16_t>(x & 0xFFFF);
+        x >>= 16;
+      }
+      emitted += __popc(ballot);
+      if (active) x = EncodeStep(x, sym);
+    }
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) current[j] = next[j];
   }
   const uint32_t padded_words = emitted + (emitted & 1);
   const uint32_t chunk_bytes = kChunkStateBytes + 2 * padded_words;

@@ -46,7 +46,7 @@ cudaError_t LaunchDecompressAs(const DecompressLaunch& launch) {
   // resident blocks per multiprocessor (the warps loop over the chunks).
   const uint64_t max_chunks = DivCeil(launch.count, uint64_t{kLanes} * kMinLaneSymbols);
   const uint64_t wanted = std::max<uint64_t>(DivCeil(max_chunks, kDecodeWarps), 1);
-  const int blocks = static_cast<int>(std::min<uint64_t>(wanted, uint64_t(launch.sm_count) * 3));
+  const int blocks = static_cast<int>(std::min<uint64_t>(wanted, uint64_t(launch.sm_count) * 8));
   DecodeKernel<Split, kAligned><<<blocks, kDecodeThreads, kDecodeSharedBytes, launch.stream>>>(args);
   return cudaGetLastError();
 }
