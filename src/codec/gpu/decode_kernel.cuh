@@ -62,46 +62,62 @@ __device__ void DecodeChunk(const DecodeArgs& args, const Header& h, const uint3
   const uint32_t lower_lanes = (1u << lane) - 1;
   const uint64_t first = chunk * chunk_elements;
   const uint64_t chunk_count = min(chunk_elements, h.count - first);
-  const uint8_t* raw_plane = args.frame + h.raw_offset;
+  using Bits = typename Split::Bits;
+  const uint8_t* lane_raw = args.frame + h.raw_offset + (first + lane) * Split::kRawWidth;
+  uint8_t* lane_output = args.output + (first + lane) * sizeof(Bits);
+  const int full_steps = static_cast<int>(chunk_count / kLanes);
   const int steps = static_cast<int>(DivCeil(chunk_count, kLanes));
-  // The raw parts of the next kBatch steps are loaded while the current ones are decoded.
+  const uint32_t tail_lanes = static_cast<uint32_t>(chunk_count % kLanes);
+  uint32_t consumed = 0;
+  // One step of the 32 lanes. kChecked: some lanes may be past the chunk's end, and the ring is
+  // topped up and the chunk's bounds checked at every step; otherwise the caller has done both
+  // for the whole batch. Returns false on a read past the chunk.
+  auto decode_step = [&]<bool kChecked>(int k, uint32_t raw) -> bool {
+    const bool active = !kChecked || k < full_steps || lane < tail_lanes;
+    const uint32_t entry = slots[x & (kProbScale - 1)];
+    uint32_t next = DecodeStep(x, entry);
+    const bool refill = active && next < kStateLow;
+    const uint32_t ballot = __ballot_sync(~0u, refill);
+    if constexpr (kChecked) {
+      if (ballot != 0) {
+        if (consumed + __popc(ballot) > available) return false;
+        words.Ensure(consumed);
+      }
+    }
+    if (refill) next = (next << 16) | words.Word(consumed + __popc(ballot & lower_lanes));
+    consumed += __popc(ballot);
+    if constexpr (kChecked) words.Refill(consumed);
+    if (active) {
+      x = next;
+      StoreElement<Split, kAligned>(lane_output, uint64_t(k) * kLanes, Split::Join(raw, EntrySymbol(entry)));
+    }
+    return true;
+  };
+  // Batches of kBatch steps; the raw parts of the next batch load while this one decodes. A
+  // batch that lies within the full steps and within the chunk's words runs unchecked.
   constexpr int kBatch = 16;
   auto load_batch = [&](int k0, uint32_t (&batch)[kBatch]) {
 #pragma unroll
     for (int j = 0; j < kBatch; ++j) {
-      const uint64_t e = uint64_t(k0 + j) * kLanes + lane;
-      batch[j] = (k0 + j < steps && e < chunk_count) ? LoadRaw<Split>(raw_plane, first + e) : 0;
+      const int k = k0 + j;
+      const bool active = k < full_steps || (k < steps && lane < tail_lanes);
+      batch[j] = active ? LoadRaw<Split>(lane_raw, uint64_t(k) * kLanes) : 0;
     }
   };
   uint32_t raw[kBatch], next_raw[kBatch];
   load_batch(0, raw);
-  uint32_t consumed = 0;
   bool corrupt = false;
   for (int k0 = 0; k0 < steps && !corrupt; k0 += kBatch) {
     load_batch(k0 + kBatch, next_raw);
+    if (k0 + kBatch <= full_steps && consumed + kBatch * kLanes <= available) {
+      words.EnsureSpan(consumed, kBatch * kLanes);
 #pragma unroll
-    for (int j = 0; j < kBatch; ++j) {
-      const int k = k0 + j;
-      if (k >= steps) break;
-      const uint64_t e = uint64_t(k) * kLanes + lane;
-      const bool active = e < chunk_count;
-      const uint32_t entry = slots[x & (kProbScale - 1)];
-      uint32_t next = DecodeStep(x, entry);
-      const bool refill = active && next < kStateLow;
-      const uint32_t ballot = __ballot_sync(~0u, refill);
-      if (ballot != 0) {
-        if (consumed + __popc(ballot) > available) {
-          corrupt = true;
-          break;
-        }
-        words.Ensure(consumed);
-        if (refill) next = (next << 16) | words.Word(consumed + __popc(ballot & lower_lanes));
-        consumed += __popc(ballot);
-        words.Refill(consumed);
-      }
-      if (active) {
-        x = next;
-        StoreElement<Split, kAligned>(args.output, first + e, Split::Join(raw[j], EntrySymbol(entry)));
+      for (int j = 0; j < kBatch; ++j) decode_step.template operator()<false>(k0 + j, raw[j]);
+    } else {
+#pragma unroll
+      for (int j = 0; j < kBatch; ++j) {
+        if (k0 + j >= steps || corrupt) break;
+        corrupt = !decode_step.template operator()<true>(k0 + j, raw[j]);
       }
     }
 #pragma unroll

@@ -66,37 +66,46 @@ __global__ void __launch_bounds__(32) EncodeKernel(EncodeArgs args) {
   const uint32_t higher_lanes = ~0u << lane << 1;  // lanes above this one write first in a step
   uint32_t x = kStateLow;
   uint32_t emitted = 0;
-  const int steps = static_cast<int>(DivCeil(chunk_count, kLanes));
-  // Steps run from the last down, kBatch at a time; the next batch's elements are loaded while
-  // the current batch is coded, so global-memory latency stays off the coder's critical path.
-  constexpr int kBatch = 16;
   using Bits = typename Split::Bits;
+  // One step of the 32 lanes: renormalise (emitting 16 bits) where needed, then code.
+  auto code_step = [&](bool active, Bits value) {
+    const EncoderSymbol sym = symbols[Split::Symbol(value)];
+    const bool emit = active && x >= sym.renorm_limit;
+    const uint32_t ballot = __ballot_sync(~0u, emit);
+    if (emit) {
+      words[emitted + __popc(ballot & higher_lanes)] = static_cast<uint16_t>(x & 0xFFFF);
+      x >>= 16;
+    }
+    emitted += __popc(ballot);
+    if (active) x = EncodeStep(x, sym);
+  };
+  const int full_steps = static_cast<int>(chunk_count / kLanes);
+  const uint32_t tail_lanes = static_cast<uint32_t>(chunk_count % kLanes);
+  // The coder runs backwards, so the chunk's last, partial step comes first.
+  if (tail_lanes != 0) {
+    const bool active = lane < tail_lanes;
+    code_step(active, active ? LoadElement<Split, kAligned>(args.input, first + uint64_t(full_steps) * kLanes + lane)
+                             : Bits{0});
+  }
+  // Full steps run from the last down, kBatch at a time; the next batch's elements are loaded
+  // while the current batch is coded, so memory latency stays off the coder's critical path.
+  constexpr int kBatch = 16;
+  const uint8_t* lane_input = args.input + (first + lane) * sizeof(Bits);
   auto load_batch = [&](int end, Bits (&batch)[kBatch]) {
 #pragma unroll
     for (int j = 0; j < kBatch; ++j) {
       const int k = end - 1 - j;
-      const uint64_t e = uint64_t(k) * kLanes + lane;
-      batch[j] = (k >= 0 && e < chunk_count) ? LoadElement<Split, kAligned>(args.input, first + e) : Bits{0};
+      batch[j] = k >= 0 ? LoadElement<Split, kAligned>(lane_input, uint64_t(k) * kLanes) : Bits{0};
     }
   };
   Bits current[kBatch], next[kBatch];
-  load_batch(steps, current);
-  for (int end = steps; end > 0; end -= kBatch) {
+  load_batch(full_steps, current);
+  for (int end = full_steps; end > 0; end -= kBatch) {
     load_batch(end - kBatch, next);
 #pragma unroll
     for (int j = 0; j < kBatch; ++j) {
-      const int k = end - 1 - j;
-      if (k < 0) break;
-      const bool active = uint64_t(k) * kLanes + lane < chunk_count;
-      const EncoderSymbol sym = symbols[Split::Symbol(current[j])];
-      const bool emit = active && x >= sym.renorm_limit;
-      const uint32_t ballot = __ballot_sync(~0u, emit);
-      if (emit) {
-        words[emitted + __popc(ballot & higher_lanes)] = static_cast<uint16_t>(x & 0xFFFF);
-        x >>= 16;
-      }
-      emitted += __popc(ballot);
-      if (active) x = EncodeStep(x, sym);
+      if (end - 1 - j < 0) break;
+      code_step(true, current[j]);
     }
 #pragma unroll
     for (int j = 0; j < kBatch; ++j) current[j] = next[j];

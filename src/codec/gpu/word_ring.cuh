@@ -26,8 +26,19 @@ class WordRing {
   }
 
   // Makes words [first, first + 32) readable (those within the chunk). Warp-uniform.
-  __device__ __forceinline__ void Ensure(uint32_t first) {
-    const uint32_t last_byte = skip_bytes_ + 2 * (first + 31);
+  __device__ __forceinline__ void Ensure(uint32_t first) { WaitFor(first + 31); }
+
+  // Issues what the ring has room for, then makes words [first, first + span) readable; the
+  // caller guarantees they lie within the chunk. span <= (kWindows - 1) * kWindowBytes / 2, so
+  // that the span fits in the windows the ring can hold ahead of `first`.
+  __device__ __forceinline__ void EnsureSpan(uint32_t first, uint32_t span) {
+    Refill(first);
+    WaitFor(first + span - 1);
+  }
+
+  // Waits until the word `last` (and all before it, within the chunk) has landed.
+  __device__ __forceinline__ void WaitFor(uint32_t last) {
+    const uint32_t last_byte = skip_bytes_ + 2 * last;
     const uint32_t needed = min(last_byte / kWindowBytes, total_windows_ - 1);
     if (needed < ready_windows_) return;
     __pipeline_wait_prior(issued_ - 1 - needed);  // groups issued after `needed` may stay in flight
