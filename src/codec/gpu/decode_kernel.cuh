@@ -7,6 +7,7 @@
 
 #include <cuda_pipeline.h>
 
+#include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 
 #include "codec/frame_checks.h"
@@ -95,7 +96,7 @@ __device__ void DecodeChunk(const DecodeArgs& args, const Header& h, const uint3
   };
   // Batches of kBatch steps; the raw parts of the next batch load while this one decodes. A
   // batch that lies within the full steps and within the chunk's words runs unchecked.
-  constexpr int kBatch = 16;
+  constexpr int kBatch = 8;
   auto load_batch = [&](int k0, uint32_t (&batch)[kBatch]) {
 #pragma unroll
     for (int j = 0; j < kBatch; ++j) {
@@ -156,7 +157,7 @@ __device__ inline void BuildSlots(const uint16_t* freqs, uint32_t* slots) {
 }
 
 template <typename Split, bool kAligned>
-__global__ void __launch_bounds__(kDecodeThreads) DecodeKernel(DecodeArgs args) {
+__global__ void __launch_bounds__(kDecodeThreads, 8) DecodeKernel(DecodeArgs args) {
   extern __shared__ __align__(16) uint8_t shared[];
   __shared__ Header h;
   __shared__ uint16_t freqs[kAlphabetSize];
@@ -174,8 +175,13 @@ __global__ void __launch_bounds__(kDecodeThreads) DecodeKernel(DecodeArgs args) 
     for (uint32_t s = threadIdx.x; s < kAlphabetSize; s += kDecodeThreads) {
       freqs[s] = reinterpret_cast<const uint16_t*>(args.frame + kHeaderBytes)[s];
     }
-    __syncthreads();
-    if (threadIdx.x == 0) verdict = static_cast<uint32_t>(CheckTable(freqs));
+    // The table check of frame_checks.h, one pair of symbols per thread.
+    using Reduce = cub::BlockReduce<uint32_t, kDecodeThreads>;
+    __shared__ typename Reduce::TempStorage reduce;
+    const uint32_t f0 = freqs[2 * threadIdx.x], f1 = freqs[2 * threadIdx.x + 1];
+    const uint32_t sum = Reduce(reduce).Sum(f0 + f1);
+    const uint32_t present = __syncthreads_count(f0 != 0) + __syncthreads_count(f1 != 0);
+    if (threadIdx.x == 0 && (sum != kProbScale || present < 2)) verdict = static_cast<uint32_t>(DecodeError::kBadTable);
     __syncthreads();
   }
   if (verdict != 0) {

@@ -133,7 +133,21 @@ __global__ void __launch_bounds__(32) EncodeKernel(EncodeArgs args) {
   reinterpret_cast<uint32_t*>(out)[lane] = x;
   __syncwarp();  // the scratch words written by other lanes are visible from here on
   uint16_t* out_words = reinterpret_cast<uint16_t*>(out + kChunkStateBytes);
-  for (uint32_t j = lane; j < padded_words; j += 32) out_words[j] = j < emitted ? words[emitted - 1 - j] : 0;
+  // Reversed copy, kCopyBatch loads in flight per lane: the scratch words sit in L2.
+  constexpr uint32_t kCopyBatch = 8;
+  for (uint32_t base = 0; base < padded_words; base += 32 * kCopyBatch) {
+    uint16_t batch[kCopyBatch];
+#pragma unroll
+    for (uint32_t i = 0; i < kCopyBatch; ++i) {
+      const uint32_t j = base + i * 32 + lane;
+      batch[i] = j < emitted ? words[emitted - 1 - j] : 0;
+    }
+#pragma unroll
+    for (uint32_t i = 0; i < kCopyBatch; ++i) {
+      const uint32_t j = base + i * 32 + lane;
+      if (j < padded_words) out_words[j] = batch[i];
+    }
+  }
   if (chunk == num_chunks - 1 && lane == 0) {
     auto* header = reinterpret_cast<Header*>(args.frame);
     header->coded_bytes = uint64_t{offset} + chunk_bytes;
