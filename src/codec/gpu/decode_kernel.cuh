@@ -175,7 +175,9 @@ __global__ void __launch_bounds__(kDecodeThreads, 8) DecodeKernel(DecodeArgs arg
     for (uint32_t s = threadIdx.x; s < kAlphabetSize; s += kDecodeThreads) {
       freqs[s] = reinterpret_cast<const uint16_t*>(args.frame + kHeaderBytes)[s];
     }
+    __syncthreads();
     // The table check of frame_checks.h, one pair of symbols per thread.
+    static_assert(2 * kDecodeThreads == kAlphabetSize);
     using Reduce = cub::BlockReduce<uint32_t, kDecodeThreads>;
     __shared__ typename Reduce::TempStorage reduce;
     const uint32_t f0 = freqs[2 * threadIdx.x], f1 = freqs[2 * threadIdx.x + 1];
