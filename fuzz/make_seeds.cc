@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
         }
       }
       std::vector<uint8_t> frame(ucclzip::MaxFrameBytes(type, count));
-      auto bytes = ucclzip::CompressHost(tensor.data(), count, type, frame.data(), frame.size(), {.lane_symbols = 16});
+      auto bytes = ucclzip::CompressHost(tensor.data(), count, type, frame.data(), frame.size(), {.lane_symbols = 32});
       if (!bytes.ok()) return std::fprintf(stderr, "%s\n", bytes.status().ToString().c_str()), 1;
       std::ofstream out(std::string(argv[1]) + "/frame-" + ucclzip::DataTypeName(type) + "-" + std::to_string(pattern),
                         std::ios::binary);

@@ -26,7 +26,7 @@ namespace ucclzip {
 struct CodecOptions {
   // False stores the tensor uncompressed (still framed).
   bool compress = true;
-  // Symbols each of the 32 interleaved rANS lanes codes: a power of two in [16, 4096], or 0 to
+  // Symbols each of the 32 interleaved rANS lanes codes: a power of two in [32, 4096], or 0 to
   // choose from the size. Longer lanes code closer to the entropy; shorter ones cut latency.
   uint32_t lane_symbols = 0;
 };

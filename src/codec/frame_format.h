@@ -18,7 +18,7 @@ inline constexpr uint32_t kLanes = 32;                // interleaved rANS lanes 
 inline constexpr uint32_t kProbBits = 12;             // frequencies sum to 2^12
 inline constexpr uint32_t kProbScale = 1u << kProbBits;
 inline constexpr uint32_t kStateLow = 1u << 15;       // rANS state lives in [2^15, 2^31)
-inline constexpr uint32_t kMinLaneSymbols = 16;
+inline constexpr uint32_t kMinLaneSymbols = 32;  // keeps the index under 0.4 % even for fp8
 inline constexpr uint32_t kMaxLaneSymbols = 4096;
 inline constexpr uint32_t kChunkStateBytes = kLanes * 4;
 
