@@ -67,46 +67,43 @@ __global__ void __launch_bounds__(32) EncodeKernel(EncodeArgs args) {
   uint32_t x = kStateLow;
   uint32_t emitted = 0;
   using Bits = typename Split::Bits;
-  // One step of the 32 lanes: renormalise (emitting 16 bits) where needed, then code.
+  // One step of the 32 lanes: renormalise (emitting 16 bits) where needed, then code. The
+  // store is predicated rather than branched over, which keeps the step short.
   auto code_step = [&](bool active, Bits value) {
     const EncoderSymbol sym = symbols[Split::Symbol(value)];
     const bool emit = active && x >= sym.renorm_limit;
     const uint32_t ballot = __ballot_sync(~0u, emit);
-    if (emit) {
-      words[emitted + __popc(ballot & higher_lanes)] = static_cast<uint16_t>(x & 0xFFFF);
-      x >>= 16;
-    }
+    const uint32_t slot = emitted + __popc(ballot & higher_lanes);
+    if (emit) words[slot] = static_cast<uint16_t>(x);
+    x = emit ? x >> 16 : x;
     emitted += __popc(ballot);
     if (active) x = EncodeStep(x, sym);
   };
   const int full_steps = static_cast<int>(chunk_count / kLanes);
   const uint32_t tail_lanes = static_cast<uint32_t>(chunk_count % kLanes);
-  // The coder runs backwards, so the chunk's last, partial step comes first.
+  const uint8_t* lane_input = args.input + (first + lane) * sizeof(Bits);
+  auto load = [&](int k) { return LoadElement<Split, kAligned>(lane_input, uint64_t(k) * kLanes); };
+  // The coder runs backwards: first the chunk's last, partial step, then the full steps that do
+  // not fill a batch, then whole batches.
   if (tail_lanes != 0) {
     const bool active = lane < tail_lanes;
-    code_step(active, active ? LoadElement<Split, kAligned>(args.input, first + uint64_t(full_steps) * kLanes + lane)
-                             : Bits{0});
+    code_step(active, active ? load(full_steps) : Bits{0});
   }
-  // Full steps run from the last down, kBatch at a time; the next batch's elements are loaded
-  // while the current batch is coded, so memory latency stays off the coder's critical path.
   constexpr int kBatch = 16;
-  const uint8_t* lane_input = args.input + (first + lane) * sizeof(Bits);
-  auto load_batch = [&](int end, Bits (&batch)[kBatch]) {
+  int end = full_steps;
+  for (; end % kBatch != 0; --end) code_step(true, load(end - 1));
+  // Whole batches: the next batch's elements load while this one is coded, so memory latency
+  // stays off the coder's critical path.
+  auto load_batch = [&](int batch_end, Bits (&batch)[kBatch]) {
 #pragma unroll
-    for (int j = 0; j < kBatch; ++j) {
-      const int k = end - 1 - j;
-      batch[j] = k >= 0 ? LoadElement<Split, kAligned>(lane_input, uint64_t(k) * kLanes) : Bits{0};
-    }
+    for (int j = 0; j < kBatch; ++j) batch[j] = load(batch_end - 1 - j);
   };
   Bits current[kBatch], next[kBatch];
-  load_batch(full_steps, current);
-  for (int end = full_steps; end > 0; end -= kBatch) {
-    load_batch(end - kBatch, next);
+  if (end > 0) load_batch(end, current);
+  for (; end > 0; end -= kBatch) {
+    if (end > kBatch) load_batch(end - kBatch, next);
 #pragma unroll
-    for (int j = 0; j < kBatch; ++j) {
-      if (end - 1 - j < 0) break;
-      code_step(true, current[j]);
-    }
+    for (int j = 0; j < kBatch; ++j) code_step(true, current[j]);
 #pragma unroll
     for (int j = 0; j < kBatch; ++j) current[j] = next[j];
   }
