@@ -38,6 +38,10 @@ class Bootstrap {
   absl::Status Send(int peer, uint64_t tag, absl::string_view bytes, absl::Time deadline);
   absl::StatusOr<std::string> Recv(int peer, uint64_t tag, absl::Time deadline);
 
+  // The connection to `peer` (-1 for this rank), for watching it from another thread with
+  // poll(): it hangs up when the peer's process exits. Never read from or written to there.
+  int peer_fd(int peer) const { return peers_[peer].fd(); }
+
  private:
   Bootstrap(int rank, std::vector<Socket> peers);
 

@@ -66,6 +66,7 @@ absl::StatusOr<std::unique_ptr<Transport>> Transport::Create(Bootstrap& bootstra
   }
   std::unique_ptr<Transport> transport(
       new Transport(rank, bootstrap.size(), options, std::move(*context), communicator_id));
+  for (int r = 0; r < transport->size_; ++r) transport->peers_[r].bootstrap_fd = bootstrap.peer_fd(r);
   if (absl::Status s = transport->ConnectEndpoints(addresses); !s.ok()) return s;
   transport->wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (transport->wake_fd_ < 0) return absl::InternalError(absl::StrCat("rank ", rank, ": eventfd failed"));
@@ -91,12 +92,20 @@ absl::Status Transport::ConnectEndpoints(const std::vector<std::string>& address
     params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                         UCP_EP_PARAM_FIELD_ERR_HANDLER;
     params.address = reinterpret_cast<const ucp_address_t*>(addresses[r].data());
-    params.err_mode = UCP_ERR_HANDLING_MODE_PEER;
+    params.err_mode = peer_error_handling_ ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
     params.err_handler.cb = &Transport::OnEndpointError;
     params.err_handler.arg = &peers_[r];
     ucp_ep_h endpoint = nullptr;
-    if (ucs_status_t s = ucp_ep_create(context_->worker(), &params, &endpoint); s != UCS_OK) {
-      return UcxStatus(s, absl::StrCat("rank ", rank_, ": creating the UCX endpoint to rank ", r));
+    ucs_status_t status = ucp_ep_create(context_->worker(), &params, &endpoint);
+    if (status == UCS_ERR_UNREACHABLE && peer_error_handling_) {
+      // UCX 1.13's shared-memory transports cannot report peer failures, and refuse endpoints
+      // that ask for it. Then the deadlines and the bootstrap connections detect dead peers.
+      peer_error_handling_ = false;
+      params.err_mode = UCP_ERR_HANDLING_MODE_NONE;
+      status = ucp_ep_create(context_->worker(), &params, &endpoint);
+    }
+    if (status != UCS_OK) {
+      return UcxStatus(status, absl::StrCat("rank ", rank_, ": creating the UCX endpoint to rank ", r));
     }
     peers_[r].endpoint = endpoint;
   }

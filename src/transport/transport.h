@@ -77,6 +77,7 @@ class Transport {
   struct Peer {
     Transport* owner = nullptr;
     int rank = 0;
+    int bootstrap_fd = -1;     // hangs up when the peer's process exits
     void* endpoint = nullptr;  // ucp_ep_h
     absl::Status failure;      // set once the peer is considered dead
     ucs_status_t endpoint_error = UCS_OK;  // recorded by UCX's error callback
@@ -103,7 +104,11 @@ class Transport {
   absl::StatusOr<StagingPath*> StagingFor(const Op& op);
   void CheckDeadlines();
   void HandleEndpointErrors();
+  // Fails peers whose bootstrap connection hung up: the way dead peers show over transports
+  // without UCX peer error handling, and often sooner than UCX notices.
+  void WatchBootstrapConnections();
   void FailPeer(int peer, const absl::Status& why);
+  void CancelReceives(Op& op);
   void CloseEndpoint(Peer& peer, bool force);
   bool RetireFinished();
   void WaitForEvents();
@@ -120,6 +125,8 @@ class Transport {
   std::unique_ptr<UcxContext> context_;
   const uint8_t communicator_id_;
   std::vector<Peer> peers_;
+  // UCX peer error handling on every endpoint; off where the transports cannot provide it.
+  bool peer_error_handling_ = true;
 
   // Shared between user threads and the progress thread.
   absl::Mutex mutex_;
@@ -137,6 +144,7 @@ class Transport {
   bool any_endpoint_error_ = false;
   int copies_in_flight_ = 0;
   absl::Time last_work_;
+  absl::Time last_watch_;
 
   int wake_fd_ = -1;  // eventfd: posts, Abort and Shutdown wake the progress thread
   std::thread progress_thread_;

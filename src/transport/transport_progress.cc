@@ -16,6 +16,8 @@ namespace {
 // How long the thread spins after its last piece of work before it sleeps on the worker's
 // event fd: short waits stay cheap (latency), long ones leave the cores to others.
 constexpr absl::Duration kSpinBeforeSleep = absl::Microseconds(200);
+// How often the bootstrap connections are checked for hang-ups while operations are pending.
+constexpr absl::Duration kWatchInterval = absl::Milliseconds(10);
 
 void OnSendDone(void* request, ucs_status_t status, void* user_data) {
   auto& block = *static_cast<Block*>(user_data);
@@ -64,6 +66,7 @@ void Transport::ProgressLoop() {
     if (any_endpoint_error_) HandleEndpointErrors();
     for (auto& op : active_) work |= Advance(*op);
     CheckDeadlines();
+    WatchBootstrapConnections();
     work |= RetireFinished();
     if (!closing_.empty()) PollClosingEndpoints();
     absl::Time now = absl::Now();
@@ -153,10 +156,14 @@ void Transport::PostNetwork(Block& block, uint8_t* buffer, size_t capacity, bool
   }
   param.user_data = &block;
   void* address = buffer != nullptr ? buffer : &empty_message;
+  // UCX may run the callback before the call returns (NO_IMM_CMPL completes inline), so the
+  // block is marked in flight first and the request kept only if it is still pending.
+  block.stage = BlockStage::kNetwork;
   ucs_status_ptr_t request;
   if (op.kind == OpKind::kSend) {
     auto endpoint = static_cast<ucp_ep_h>(peers_[op.peer].endpoint);
     if (endpoint == nullptr) {
+      block.stage = BlockStage::kWaiting;
       op.Fail(absl::UnavailableError(absl::StrCat("the endpoint to peer ", op.peer, " is closed")));
       return;
     }
@@ -170,11 +177,11 @@ void Transport::PostNetwork(Block& block, uint8_t* buffer, size_t capacity, bool
                   : ucp_tag_recv_nbx(context_->worker(), address, capacity, TagOf(op, block.index, false), kMatchMask, &param);
   }
   if (UCS_PTR_IS_ERR(request)) {
+    block.stage = BlockStage::kWaiting;
     op.Fail(UcxStatus(UCS_PTR_STATUS(request), absl::StrCat("posting block ", block.index)));
     return;
   }
-  block.ucx_request = request;
-  block.stage = BlockStage::kNetwork;
+  if (block.stage == BlockStage::kNetwork) block.ucx_request = request;
 }
 
 bool Transport::Advance(Op& op) {
@@ -189,7 +196,10 @@ bool Transport::Advance(Op& op) {
   for (Block& block : op.blocks) {
     if (block.stage != BlockStage::kNetworkDone) continue;
     progressed = true;
-    if (!block.network_status.ok()) op.Fail(block.network_status);
+    if (!block.network_status.ok()) {
+      op.Fail(block.network_status);
+      CancelReceives(op);  // the other blocks of a failed receive would otherwise wait for the deadline
+    }
     if (op.kind == OpKind::kRecv && op.staged && op.error.ok()) {
       absl::StatusOr<uint32_t> ticket = path->engine().Start(op.data + block.offset, block.staging, block.bytes,
                                                             CopyDirection::kFromStaging);
@@ -226,7 +236,7 @@ bool Transport::AdvanceStagedSend(Op& op, StagingPath& path) {
     if (!done.ok()) op.Fail(done.status());
     if (op.error.ok()) {
       PostNetwork(block, block.staging, block.bytes, /*host_buffer=*/true);
-      if (block.stage == BlockStage::kNetwork) continue;
+      if (block.stage != BlockStage::kWaiting) continue;  // posted (perhaps already complete)
     }
     path.send_pool().Release(block.staging);
     block.staging = nullptr;
@@ -286,7 +296,7 @@ bool Transport::AdvanceStagedRecv(Op& op, StagingPath& path) {
     block.staging = staging;
     PostNetwork(block, staging, path.recv_pool().block_bytes(), /*host_buffer=*/true, message);
     progressed = true;
-    if (block.stage != BlockStage::kNetwork) {
+    if (block.stage == BlockStage::kWaiting) {  // the post failed
       path.recv_pool().Release(staging);
       block.staging = nullptr;
     }
@@ -316,6 +326,25 @@ void Transport::HandleEndpointErrors() {
   }
 }
 
+void Transport::WatchBootstrapConnections() {
+  absl::Time now = absl::Now();
+  if (active_.empty() || now - last_watch_ < kWatchInterval) return;
+  last_watch_ = now;
+  std::vector<pollfd> fds;
+  for (const Peer& peer : peers_) {
+    if (peer.bootstrap_fd >= 0 && peer.failure.ok()) fds.push_back({peer.bootstrap_fd, POLLRDHUP, 0});
+  }
+  if (poll(fds.data(), fds.size(), 0) <= 0) return;
+  for (const pollfd& entry : fds) {
+    if (!(entry.revents & (POLLRDHUP | POLLHUP | POLLERR))) continue;
+    for (const Peer& peer : peers_) {
+      if (peer.bootstrap_fd != entry.fd) continue;
+      FailPeer(peer.rank, absl::UnavailableError(absl::StrCat(
+                              "peer ", peer.rank, " failed: its bootstrap connection hung up (the process exited)")));
+    }
+  }
+}
+
 void Transport::FailPeer(int rank, const absl::Status& why) {
   Peer& peer = peers_[rank];
   if (peer.failure.ok()) {
@@ -325,12 +354,15 @@ void Transport::FailPeer(int rank, const absl::Status& why) {
   for (auto& op : active_) {
     if (op->peer != rank || op->finished()) continue;
     op->Fail(peer.failure);
-    if (op->kind != OpKind::kRecv) continue;
-    // Receives are not tied to an endpoint, so they are cancelled one by one.
-    for (Block& block : op->blocks) {
-      if (block.stage == BlockStage::kNetwork && block.ucx_request != nullptr) {
-        ucp_request_cancel(context_->worker(), block.ucx_request);
-      }
+    CancelReceives(*op);  // receives are not tied to an endpoint; closing it does not end them
+  }
+}
+
+void Transport::CancelReceives(Op& op) {
+  if (op.kind != OpKind::kRecv) return;
+  for (Block& block : op.blocks) {
+    if (block.stage == BlockStage::kNetwork && block.ucx_request != nullptr) {
+      ucp_request_cancel(context_->worker(), block.ucx_request);
     }
   }
 }
