@@ -234,6 +234,7 @@ Transport::~Transport() {
     op->request->Complete(op->error);
   }
   active_.clear();
+  abandoned_.clear();
   device_staging_.reset();
   host_staging_.reset();
   if (wake_fd_ >= 0) close(wake_fd_);

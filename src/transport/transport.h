@@ -138,6 +138,10 @@ class Transport {
 
   // Progress thread only.
   std::list<std::unique_ptr<Op>> active_;
+  // Failed ops whose sends UCX never completed (a force-closed endpoint without peer error
+  // handling keeps them): their requests are completed, their blocks kept for UCX until the
+  // worker is destroyed.
+  std::vector<std::unique_ptr<Op>> abandoned_;
   std::vector<void*> closing_;  // endpoint close requests in flight
   std::unique_ptr<StagingPath> host_staging_;
   std::unique_ptr<StagingPath> device_staging_;

@@ -20,7 +20,9 @@ std::string Op::Describe() const {
 }
 
 void Op::Fail(const absl::Status& why) {
-  if (error.ok()) error = absl::Status(why.code(), absl::StrCat(Describe(), ": ", why.message()));
+  if (!error.ok()) return;
+  error = absl::Status(why.code(), absl::StrCat(Describe(), ": ", why.message()));
+  failed_at = absl::Now();
 }
 
 void CutIntoBlocks(Op& op, size_t block_bytes) {

@@ -59,6 +59,7 @@ struct Op {
   uint32_t blocks_done = 0;
   absl::Time deadline;  // pushed back whenever a block completes
   absl::Status error;
+  absl::Time failed_at = absl::InfiniteFuture();
 
   bool finished() const;  // done, or failed with nothing left in flight
   // "rank 0: send to peer 1 (seq 7, stream 0, 1048576 bytes of host memory)"

@@ -18,6 +18,8 @@ namespace {
 constexpr absl::Duration kSpinBeforeSleep = absl::Microseconds(200);
 // How often the bootstrap connections are checked for hang-ups while operations are pending.
 constexpr absl::Duration kWatchInterval = absl::Milliseconds(10);
+// How long a failed op may wait for UCX to give its blocks back before it is abandoned.
+constexpr absl::Duration kAbandonAfter = absl::Seconds(1);
 
 void OnSendDone(void* request, ucs_status_t status, void* user_data) {
   auto& block = *static_cast<Block*>(user_data);
@@ -387,14 +389,17 @@ void Transport::PollClosingEndpoints() {
 
 bool Transport::RetireFinished() {
   bool retired = false;
+  const absl::Time abandon_failed_before = absl::Now() - kAbandonAfter;
   for (auto it = active_.begin(); it != active_.end();) {
-    if (!(*it)->finished()) {
+    bool abandon = !(*it)->finished() && (*it)->failed_at < abandon_failed_before;
+    if (!(*it)->finished() && !abandon) {
       ++it;
       continue;
     }
     std::unique_ptr<Op> op = std::move(*it);
     it = active_.erase(it);
     op->request->Complete(op->error);
+    if (abandon) abandoned_.push_back(std::move(op));
     retired = true;
   }
   return retired;
