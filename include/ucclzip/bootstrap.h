@@ -41,6 +41,7 @@ struct BootstrapConfig {
 //   UCCLZIP_UNIQUE_ID (text form of a UniqueId: host, port and token),
 //   UCCLZIP_MASTER_ADDR, UCCLZIP_MASTER_PORT, UCCLZIP_RANK, UCCLZIP_WORLD_SIZE,
 //   UCCLZIP_LOCAL_RANK, UCCLZIP_TOKEN, UCCLZIP_BOOTSTRAP_TIMEOUT (seconds),
+//   UCCLZIP_LISTEN_FD (rank 0: a listening socket inherited from the launcher),
 //   torchrun's MASTER_ADDR, MASTER_PORT, RANK, WORLD_SIZE, LOCAL_RANK,
 //   mpirun's OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE, OMPI_COMM_WORLD_LOCAL_RANK.
 // An error names the variable that is missing or malformed.

@@ -71,6 +71,11 @@ absl::StatusOr<BootstrapConfig> BootstrapConfigFromEnvironment() {
     if (auto token = Env("UCCLZIP_TOKEN")) config.token = *token;
   }
   config.local_rank = static_cast<int>(*local_rank);
+  if (config.rank == 0) {
+    absl::StatusOr<int64_t> listen_fd = IntFromEnv({"UCCLZIP_LISTEN_FD"}, 0, INT32_MAX, -1);
+    if (!listen_fd.ok()) return listen_fd.status();
+    if (*listen_fd >= 0) config.listen_fd = static_cast<int>(*listen_fd);
+  }
   absl::StatusOr<int64_t> timeout_s = IntFromEnv({"UCCLZIP_BOOTSTRAP_TIMEOUT"}, 1, 86'400, 60);
   if (!timeout_s.ok()) return timeout_s.status();
   config.timeout = absl::Seconds(*timeout_s);

@@ -15,7 +15,7 @@ class EnvironmentTest : public ::testing::Test {
     for (const char* name : {"UCCLZIP_UNIQUE_ID", "UCCLZIP_MASTER_ADDR", "UCCLZIP_MASTER_PORT", "UCCLZIP_RANK",
                              "UCCLZIP_WORLD_SIZE", "UCCLZIP_LOCAL_RANK", "UCCLZIP_TOKEN", "UCCLZIP_BOOTSTRAP_TIMEOUT",
                              "MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK", "OMPI_COMM_WORLD_RANK",
-                             "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK"}) {
+                             "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "UCCLZIP_LISTEN_FD"}) {
       unsetenv(name);
     }
   }
