@@ -6,9 +6,11 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "transport/staging_path.h"
 #include "transport/status_context.h"
 #include "transport/wire_bytes.h"
@@ -31,6 +33,23 @@ absl::Status CheckOptions(const TransportOptions& options, int rank, int size) {
     return absl::InvalidArgumentError(absl::StrCat(context, ": timeouts must be positive"));
   }
   return absl::OkStatus();
+}
+
+// UCX (1.13 to 1.22) cannot handle peer failures on its shared-memory transports: asking for
+// it drops them (intra-node traffic then goes over TCP) or, with shared memory alone, makes
+// every endpoint unreachable. So UCX peer error handling is used only when the transports are
+// named and none is shared memory; otherwise dead peers are found by the bootstrap connections
+// hanging up, and stalled ones by the deadlines.
+bool WantsPeerErrorHandling(const std::string& configured) {
+  const char* env = std::getenv("UCX_TLS");
+  std::string tls = !configured.empty() ? configured : env != nullptr ? env : "";
+  if (tls.empty() || tls[0] == '^') return false;  // UCX's choice, or "all but": shared memory may be in
+  for (absl::string_view name : absl::StrSplit(tls, ',')) {
+    for (absl::string_view shared : {"sm", "shm", "posix", "sysv", "cma", "knem", "xpmem", "all"}) {
+      if (name == shared) return false;
+    }
+  }
+  return true;
 }
 
 uint8_t RandomCommunicatorId() { return static_cast<uint8_t>(std::random_device()()); }
@@ -67,6 +86,7 @@ absl::StatusOr<std::unique_ptr<Transport>> Transport::Create(Bootstrap& bootstra
   std::unique_ptr<Transport> transport(
       new Transport(rank, bootstrap.size(), options, std::move(*context), communicator_id));
   for (int r = 0; r < transport->size_; ++r) transport->peers_[r].bootstrap_fd = bootstrap.peer_fd(r);
+  transport->peer_error_handling_ = WantsPeerErrorHandling(options.ucx_transports);
   if (absl::Status s = transport->ConnectEndpoints(addresses); !s.ok()) return s;
   transport->wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (transport->wake_fd_ < 0) return absl::InternalError(absl::StrCat("rank ", rank, ": eventfd failed"));
@@ -97,13 +117,6 @@ absl::Status Transport::ConnectEndpoints(const std::vector<std::string>& address
     params.err_handler.arg = &peers_[r];
     ucp_ep_h endpoint = nullptr;
     ucs_status_t status = ucp_ep_create(context_->worker(), &params, &endpoint);
-    if (status == UCS_ERR_UNREACHABLE && peer_error_handling_) {
-      // UCX 1.13's shared-memory transports cannot report peer failures, and refuse endpoints
-      // that ask for it. Then the deadlines and the bootstrap connections detect dead peers.
-      peer_error_handling_ = false;
-      params.err_mode = UCP_ERR_HANDLING_MODE_NONE;
-      status = ucp_ep_create(context_->worker(), &params, &endpoint);
-    }
     if (status != UCS_OK) {
       return UcxStatus(status, absl::StrCat("rank ", rank_, ": creating the UCX endpoint to rank ", r));
     }

@@ -125,8 +125,8 @@ class Transport {
   std::unique_ptr<UcxContext> context_;
   const uint8_t communicator_id_;
   std::vector<Peer> peers_;
-  // UCX peer error handling on every endpoint; off where the transports cannot provide it.
-  bool peer_error_handling_ = true;
+  // UCX peer error handling on every endpoint; off where it would cost shared memory.
+  bool peer_error_handling_ = false;
 
   // Shared between user threads and the progress thread.
   absl::Mutex mutex_;
