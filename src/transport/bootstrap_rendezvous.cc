@@ -15,6 +15,7 @@ namespace {
 // cannot hold up the rendezvous.
 constexpr absl::Duration kHelloTimeout = absl::Seconds(5);
 constexpr int kMaxWorldSize = 1 << 16;
+constexpr absl::Duration kRootAnswerGrace = absl::Seconds(2);
 
 absl::Status CheckConfig(const BootstrapConfig& config) {
   auto context = absl::StrCat("bootstrap config of rank ", config.rank, " (world size ", config.world_size, ")");
@@ -131,7 +132,9 @@ absl::StatusOr<std::vector<Socket>> Join(const BootstrapConfig& config, absl::Ti
   if (absl::Status admitted = DecodeVerdict(verdict->payload); !admitted.ok()) {
     return WithContext(admitted, absl::StrCat(at_root, ": refused"));
   }
-  absl::StatusOr<Frame> table_frame = RecvFrame(*root, deadline);
+  // Rank 0 answers at the latest at its own deadline, with the table or with the names of the
+  // ranks that never arrived; the grace lets that answer, not a local timeout, end the wait.
+  absl::StatusOr<Frame> table_frame = RecvFrame(*root, deadline + kRootAnswerGrace);
   if (!table_frame.ok()) return WithContext(table_frame.status(), at_root);
   if (table_frame->tag == kAbortTag) return WithContext(DecodeVerdict(table_frame->payload), at_root);
   absl::StatusOr<std::vector<MeshEndpoint>> table = DecodeTable(table_frame->payload, config.world_size);
