@@ -13,11 +13,7 @@ Communicator::Communicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) 
 
 absl::StatusOr<std::unique_ptr<Communicator>> Communicator::Create(const CommunicatorConfig& config) {
   transport::TransportOptions options;
-  options.op_timeout = config.options.op_timeout;
-  options.shutdown_timeout = config.options.shutdown_timeout;
-  options.block_bytes = config.options.block_bytes;
-  options.staging_pool_bytes = config.options.staging_pool_bytes;
-  options.ucx_transports = config.options.ucx_transports;
+  static_cast<CommunicatorOptions&>(options) = config.options;
   return internal::CommunicatorAccess::Create(config.bootstrap, options);
 }
 

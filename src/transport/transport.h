@@ -40,6 +40,7 @@
 namespace ucclzip::transport {
 
 class StagingPath;
+class StagingPool;
 
 class Transport {
  public:
@@ -99,6 +100,10 @@ class Transport {
   bool Advance(Op& op);
   bool AdvanceStagedSend(Op& op, StagingPath& path);
   bool AdvanceStagedRecv(Op& op, StagingPath& path);
+  // True once the block's staging copy is done (failed copies fail the op).
+  bool CopyFinished(Op& op, StagingPath& path, Block& block);
+  // Marks a block done and gives its staging block back; `delivered` counts it as transferred.
+  void RetireBlock(Op& op, Block& block, StagingPool* pool, bool delivered);
   // Hands a block to UCX: a send, a receive, or (with `probed`) the receive of a probed message.
   void PostNetwork(Block& block, uint8_t* buffer, size_t capacity, bool host_buffer, ucp_tag_message_h probed = nullptr);
   absl::StatusOr<StagingPath*> StagingFor(const Op& op);

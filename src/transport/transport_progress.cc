@@ -213,36 +213,41 @@ bool Transport::Advance(Op& op) {
       }
       op.Fail(ticket.status());
     }
-    if (block.staging != nullptr) {
-      (op.kind == OpKind::kSend ? path->send_pool() : path->recv_pool()).Release(block.staging);
-      block.staging = nullptr;
-    }
-    block.stage = BlockStage::kDone;
-    if (op.error.ok()) {
-      ++op.blocks_done;
-      op.deadline = absl::Now() + options_.op_timeout;
-    }
+    StagingPool* pool = path == nullptr ? nullptr : op.kind == OpKind::kSend ? &path->send_pool() : &path->recv_pool();
+    RetireBlock(op, block, pool, /*delivered=*/true);
   }
   return progressed;
+}
+
+bool Transport::CopyFinished(Op& op, StagingPath& path, Block& block) {
+  absl::StatusOr<bool> done = path.engine().Poll(block.copy_ticket);
+  if (done.ok() && !*done) return false;
+  --copies_in_flight_;
+  if (!done.ok()) op.Fail(done.status());
+  return true;
+}
+
+void Transport::RetireBlock(Op& op, Block& block, StagingPool* pool, bool delivered) {
+  if (block.staging != nullptr) pool->Release(block.staging);
+  block.staging = nullptr;
+  block.stage = BlockStage::kDone;
+  if (delivered && op.error.ok()) {
+    ++op.blocks_done;
+    op.deadline = absl::Now() + options_.op_timeout;
+  }
 }
 
 bool Transport::AdvanceStagedSend(Op& op, StagingPath& path) {
   bool progressed = false;
   for (uint32_t i = 0; i < op.next_block; ++i) {
     Block& block = op.blocks[i];
-    if (block.stage != BlockStage::kCopyIn) continue;
-    absl::StatusOr<bool> done = path.engine().Poll(block.copy_ticket);
-    if (done.ok() && !*done) continue;
+    if (block.stage != BlockStage::kCopyIn || !CopyFinished(op, path, block)) continue;
     progressed = true;
-    --copies_in_flight_;
-    if (!done.ok()) op.Fail(done.status());
     if (op.error.ok()) {
       PostNetwork(block, block.staging, block.bytes, /*host_buffer=*/true);
       if (block.stage != BlockStage::kWaiting) continue;  // posted (perhaps already complete)
     }
-    path.send_pool().Release(block.staging);
-    block.staging = nullptr;
-    block.stage = BlockStage::kDone;
+    RetireBlock(op, block, &path.send_pool(), /*delivered=*/false);
   }
   while (op.error.ok() && op.next_block < op.blocks.size()) {
     uint8_t* staging = path.send_pool().Acquire();
@@ -268,19 +273,9 @@ bool Transport::AdvanceStagedRecv(Op& op, StagingPath& path) {
   bool progressed = false;
   for (uint32_t i = 0; i < op.next_block; ++i) {
     Block& block = op.blocks[i];
-    if (block.stage != BlockStage::kCopyOut) continue;
-    absl::StatusOr<bool> done = path.engine().Poll(block.copy_ticket);
-    if (done.ok() && !*done) continue;
+    if (block.stage != BlockStage::kCopyOut || !CopyFinished(op, path, block)) continue;
     progressed = true;
-    --copies_in_flight_;
-    if (!done.ok()) op.Fail(done.status());
-    path.recv_pool().Release(block.staging);
-    block.staging = nullptr;
-    block.stage = BlockStage::kDone;
-    if (op.error.ok()) {
-      ++op.blocks_done;
-      op.deadline = absl::Now() + options_.op_timeout;
-    }
+    RetireBlock(op, block, &path.recv_pool(), /*delivered=*/true);
   }
   // A staging block is taken only for a message that has arrived (probe), so receives never hold
   // staging memory while they wait for senders: a bounded pool cannot deadlock.
