@@ -1,0 +1,77 @@
+#include "rank_launcher.h"
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "transport/socket.h"
+
+namespace ucclzip::bench {
+
+bool RunningAsRank() {
+  for (const char* name : {"UCCLZIP_RANK", "RANK", "OMPI_COMM_WORLD_RANK", "UCCLZIP_UNIQUE_ID"}) {
+    if (std::getenv(name) != nullptr) return true;
+  }
+  return false;
+}
+
+absl::Status LaunchLocalRanks(int ranks) {
+  if (ranks < 1) return absl::InvalidArgumentError(absl::StrCat("--ranks must be at least 1, got ", ranks));
+  std::ifstream cmdline("/proc/self/cmdline", std::ios::binary);
+  std::string all((std::istreambuf_iterator<char>(cmdline)), std::istreambuf_iterator<char>());
+  std::vector<std::string> args;
+  for (size_t start = 0; start < all.size();) {
+    size_t end = all.find('\0', start);
+    args.push_back(all.substr(start, end - start));
+    start = end + 1;
+  }
+  absl::StatusOr<transport::Socket> listener = transport::ListenTcp("127.0.0.1", 0, 1024);
+  if (!listener.ok()) return listener.status();
+  absl::StatusOr<uint16_t> port = transport::LocalPort(*listener);
+  if (!port.ok()) return port.status();
+
+  std::vector<pid_t> children;
+  for (int rank = 0; rank < ranks; ++rank) {
+    pid_t pid = fork();
+    if (pid < 0) return absl::InternalError("fork failed");
+    if (pid == 0) {
+      setenv("UCCLZIP_RANK", absl::StrCat(rank).c_str(), 1);
+      setenv("UCCLZIP_WORLD_SIZE", absl::StrCat(ranks).c_str(), 1);
+      setenv("UCCLZIP_LOCAL_RANK", absl::StrCat(rank).c_str(), 1);
+      setenv("UCCLZIP_MASTER_ADDR", "127.0.0.1", 1);
+      setenv("UCCLZIP_MASTER_PORT", absl::StrCat(*port).c_str(), 1);
+      if (rank == 0) {
+        fcntl(listener->fd(), F_SETFD, 0);  // only rank 0 inherits the reserved port
+        setenv("UCCLZIP_LISTEN_FD", absl::StrCat(listener->fd()).c_str(), 1);
+      }
+      std::vector<char*> argv;
+      for (std::string& arg : args) argv.push_back(arg.data());
+      argv.push_back(nullptr);
+      execv("/proc/self/exe", argv.data());
+      std::_Exit(127);
+    }
+    children.push_back(pid);
+  }
+  listener->Close();
+  std::vector<std::string> failed;
+  for (int rank = 0; rank < ranks; ++rank) {
+    int status = 0;
+    waitpid(children[rank], &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+      failed.push_back(WIFEXITED(status) ? absl::StrCat("rank ", rank, " (exit ", WEXITSTATUS(status), ")")
+                                         : absl::StrCat("rank ", rank, " (signal ", WTERMSIG(status), ")"));
+    }
+  }
+  if (failed.empty()) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat("failed: ", absl::StrJoin(failed, ", ")));
+}
+
+}  // namespace ucclzip::bench

@@ -1,0 +1,260 @@
+// ucclzip-bench sendrecv: point-to-point bandwidth and latency of the transport (uncompressed),
+// in nccl-tests' columns, next to which ucx_perftest's figures can be read (benchmarks/gpu/transport.sh).
+//
+//   shift  (default, as nccl-tests' sendrecv): every rank sends to rank+1 and receives from
+//          rank-1 at the same time; time is one exchange.
+//   oneway (as ucx_perftest tag_bw): rank 0 sends to rank 1, which answers with an empty
+//          message; time is one message plus that acknowledgement.
+// Then the 8-byte round trip between ranks 0 and 1 (ucx_perftest tag_lat reports half of it).
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "bench_cli.h"
+#include "bench_registry.h"
+#include "rank_launcher.h"
+#include "transport/communicator_access.h"
+
+ABSL_FLAG(int, ranks, 2, "ranks to start on this host (ignored when a launcher already started this rank)");
+ABSL_FLAG(std::string, memory, "host", "buffer memory: host|device");
+ABSL_FLAG(ucclzip::bench::ByteSize, min_bytes, ucclzip::bench::ByteSize{8}, "smallest message (K/M/G)");
+ABSL_FLAG(ucclzip::bench::ByteSize, max_bytes, ucclzip::bench::ByteSize{64 << 20}, "largest message (K/M/G)");
+ABSL_FLAG(std::string, tls, "", "UCX transports (UCX_TLS syntax, e.g. tcp or posix,sysv); empty: UCX's choice");
+ABSL_FLAG(std::string, pattern, "shift", "shift (every rank to rank+1) | oneway (rank 0 to rank 1)");
+ABSL_FLAG(int, latency_iters, 2000, "round trips for the 8-byte latency (0 skips it)");
+
+namespace ucclzip::bench {
+namespace {
+
+using transport::MemoryType;
+using transport::OpTag;
+using transport::Transport;
+
+constexpr absl::Duration kWait = absl::Seconds(120);
+
+// A message buffer in host or device memory, with its pattern kept on the host.
+class Buffer {
+ public:
+  static absl::StatusOr<Buffer> Create(size_t bytes, MemoryType type) {
+    Buffer buffer;
+    buffer.type_ = type;
+    buffer.bytes_ = bytes;
+    buffer.host_.assign(std::max<size_t>(bytes, 1), 0);
+    if (type == MemoryType::kDevice) {
+      if (cudaMalloc(&buffer.device_, std::max<size_t>(bytes, 1)) != cudaSuccess) {
+        cudaGetLastError();
+        return absl::ResourceExhaustedError(absl::StrCat("cudaMalloc of ", bytes, " bytes failed"));
+      }
+    }
+    return buffer;
+  }
+  Buffer() = default;
+  Buffer(Buffer&& other) noexcept { *this = std::move(other); }
+  Buffer& operator=(Buffer&& other) noexcept {
+    std::swap(type_, other.type_);
+    std::swap(bytes_, other.bytes_);
+    std::swap(host_, other.host_);
+    std::swap(device_, other.device_);
+    return *this;
+  }
+  ~Buffer() {
+    if (device_ != nullptr) cudaFree(device_);
+  }
+
+  void* data() { return type_ == MemoryType::kDevice ? device_ : host_.data(); }
+  // Writes a pattern of non-zero bytes that depends on `seed`.
+  void Fill(uint64_t seed) {
+    for (size_t i = 0; i < bytes_; ++i) host_[i] = static_cast<uint8_t>(1 + (i * 131 + seed * 7) % 251);
+    if (device_ != nullptr) cudaMemcpy(device_, host_.data(), bytes_, cudaMemcpyHostToDevice);
+  }
+  // Bytes that differ from Fill(seed)'s pattern.
+  uint64_t CountWrong(uint64_t seed) {
+    if (device_ != nullptr) cudaMemcpy(host_.data(), device_, bytes_, cudaMemcpyDeviceToHost);
+    uint64_t wrong = 0;
+    for (size_t i = 0; i < bytes_; ++i) wrong += host_[i] != static_cast<uint8_t>(1 + (i * 131 + seed * 7) % 251);
+    return wrong;
+  }
+
+ private:
+  MemoryType type_ = MemoryType::kHost;
+  size_t bytes_ = 0;
+  std::vector<uint8_t> host_;
+  void* device_ = nullptr;
+};
+
+double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values.empty() ? 0 : values[values.size() / 2];
+}
+
+absl::Status WaitBoth(const std::shared_ptr<transport::Request>& a, const std::shared_ptr<transport::Request>& b) {
+  absl::Status status = a->Wait(absl::Now() + kWait);
+  status.Update(b->Wait(absl::Now() + kWait));
+  return status;
+}
+
+struct Measured {
+  double time_us = 0;
+  uint64_t wrong = 0;
+};
+
+// One size: warm-up, timed iterations (median), then the receive buffers are checked.
+absl::StatusOr<Measured> MeasureSize(Transport& transport, transport::Bootstrap& bootstrap, size_t bytes,
+                                     MemoryType type, bool oneway, uint32_t* sequence) {
+  const int rank = transport.rank(), size = transport.size();
+  const int next = (rank + 1) % size, previous = (rank + size - 1) % size;
+  const bool active = !oneway || rank < 2;
+  absl::StatusOr<Buffer> out = Buffer::Create(bytes, type);
+  if (!out.ok()) return out.status();
+  absl::StatusOr<Buffer> in = Buffer::Create(bytes, type);
+  if (!in.ok()) return in.status();
+  out->Fill(rank);
+  const int iterations = absl::GetFlag(FLAGS_warmup) + absl::GetFlag(FLAGS_iters);
+  std::vector<double> times;
+  if (absl::Status s = bootstrap.Barrier(absl::Now() + kWait); !s.ok()) return s;
+  for (int i = 0; i < iterations && active; ++i) {
+    const OpTag tag{(*sequence)++ & transport::kMaxSequence, 0};
+    absl::Time start = absl::Now();
+    absl::Status status;
+    if (!oneway) {
+      auto recv = transport.Recv(previous, in->data(), bytes, type, tag);
+      auto send = transport.Send(next, out->data(), bytes, type, tag);
+      status = WaitBoth(recv, send);
+    } else if (rank == 0) {
+      auto ack = transport.Recv(1, nullptr, 0, MemoryType::kHost, OpTag{tag.sequence, 1});
+      auto send = transport.Send(1, out->data(), bytes, type, tag);
+      status = WaitBoth(send, ack);
+    } else {
+      status = transport.Recv(0, in->data(), bytes, type, tag)->Wait(absl::Now() + kWait);
+      if (status.ok()) status = transport.Send(0, nullptr, 0, MemoryType::kHost, OpTag{tag.sequence, 1})->Wait(absl::Now() + kWait);
+    }
+    if (!status.ok()) return status;
+    if (i >= absl::GetFlag(FLAGS_warmup)) times.push_back(absl::ToDoubleMicroseconds(absl::Now() - start));
+  }
+  Measured measured{Median(times), 0};
+  const bool receives = !oneway || rank == 1;
+  if (receives) measured.wrong = in->CountWrong(oneway ? 0 : previous);
+  // Every rank's count reaches rank 0, which reports the sum.
+  absl::StatusOr<std::vector<std::string>> counts = bootstrap.AllGather(absl::StrCat(measured.wrong), absl::Now() + kWait);
+  if (!counts.ok()) return counts.status();
+  measured.wrong = 0;
+  for (const std::string& count : *counts) measured.wrong += std::stoull(count);
+  return measured;
+}
+
+// Median 8-byte round trip between ranks 0 and 1, in microseconds.
+absl::StatusOr<double> MeasureLatency(Transport& transport, transport::Bootstrap& bootstrap, uint32_t* sequence) {
+  const int rank = transport.rank();
+  uint64_t ping = 0x0102030405060708ull, pong = 0;
+  const int iterations = absl::GetFlag(FLAGS_latency_iters);
+  std::vector<double> times;
+  if (absl::Status s = bootstrap.Barrier(absl::Now() + kWait); !s.ok()) return s;
+  for (int i = 0; i < iterations + iterations / 10 && rank < 2; ++i) {
+    const OpTag tag{(*sequence)++ & transport::kMaxSequence, 0};
+    absl::Time start = absl::Now();
+    absl::Status status;
+    if (rank == 0) {
+      auto back = transport.Recv(1, &pong, 8, MemoryType::kHost, tag);
+      status = transport.Send(1, &ping, 8, MemoryType::kHost, tag)->Wait(absl::Now() + kWait);
+      status.Update(back->Wait(absl::Now() + kWait));
+    } else {
+      status = transport.Recv(0, &pong, 8, MemoryType::kHost, tag)->Wait(absl::Now() + kWait);
+      if (status.ok()) status = transport.Send(0, &pong, 8, MemoryType::kHost, tag)->Wait(absl::Now() + kWait);
+    }
+    if (!status.ok()) return status;
+    if (i >= iterations / 10) times.push_back(absl::ToDoubleMicroseconds(absl::Now() - start));
+  }
+  if (rank == 0 && pong != ping) return absl::DataLossError("the 8-byte round trip came back changed");
+  return Median(times);
+}
+
+absl::Status RunRank() {
+  absl::StatusOr<BootstrapConfig> bootstrap_config = BootstrapConfigFromEnvironment();
+  if (!bootstrap_config.ok()) return bootstrap_config.status();
+  const std::string memory = absl::GetFlag(FLAGS_memory);
+  if (memory != "host" && memory != "device") return absl::InvalidArgumentError("--memory must be host or device");
+  const MemoryType type = memory == "host" ? MemoryType::kHost : MemoryType::kDevice;
+  if (type == MemoryType::kDevice) {
+    if (transport::CudaDeviceCount() == 0) return absl::FailedPreconditionError("--memory device needs a CUDA device");
+    int local = std::max(bootstrap_config->local_rank, 0);
+    cudaSetDevice(local % transport::CudaDeviceCount());
+  }
+  const std::string pattern = absl::GetFlag(FLAGS_pattern);
+  if (pattern != "shift" && pattern != "oneway") return absl::InvalidArgumentError("--pattern must be shift or oneway");
+  absl::StatusOr<DataType> dtype = ParseDataType(absl::GetFlag(FLAGS_dtype));
+  if (!dtype.ok()) return dtype.status();
+
+  transport::TransportOptions options;
+  options.ucx_transports = absl::GetFlag(FLAGS_tls);
+  auto communicator = internal::CommunicatorAccess::Create(*bootstrap_config, options);
+  if (!communicator.ok()) return communicator.status();
+  Transport& transport = internal::CommunicatorAccess::TransportOf(**communicator);
+  transport::Bootstrap& bootstrap = internal::CommunicatorAccess::BootstrapOf(**communicator);
+  if (transport.size() < 2) return absl::InvalidArgumentError("sendrecv needs at least 2 ranks");
+  const bool json = absl::GetFlag(FLAGS_json);
+  const bool report = transport.rank() == 0;
+  const std::string tls = options.ucx_transports.empty() ? "default" : options.ucx_transports;
+  if (report && !json) {
+    std::printf("# ucclzip-bench sendrecv: %d ranks, %s memory (%s), UCX_TLS=%s, pattern %s\n", transport.size(),
+                memory.c_str(),
+                type == MemoryType::kHost ? "direct" : transport.device_memory_direct() ? "direct" : "staged",
+                tls.c_str(), pattern.c_str());
+    std::printf("#%11s %12s %6s %10s %12s %12s %7s\n", "size", "count", "type", "time(us)", "algbw(GB/s)", "busbw(GB/s)",
+                "#wrong");
+  }
+  uint32_t sequence = 0;
+  const size_t min_bytes = absl::GetFlag(FLAGS_min_bytes).bytes, max_bytes = absl::GetFlag(FLAGS_max_bytes).bytes;
+  for (size_t bytes = min_bytes; bytes <= max_bytes; bytes = std::max<size_t>(bytes * 2, 1)) {
+    absl::StatusOr<Measured> measured = MeasureSize(transport, bootstrap, bytes, type, pattern == "oneway", &sequence);
+    if (!measured.ok()) return measured.status();
+    const double algbw = measured->time_us > 0 ? bytes / measured->time_us / 1e3 : 0;
+    const uint64_t count = bytes / ElementSize(*dtype);
+    if (!report) continue;
+    if (json) {
+      std::printf(
+          "{\"bench\":\"sendrecv\",\"size\":%zu,\"count\":%llu,\"type\":\"%s\",\"time_us\":%.2f,\"algbw_GBps\":%.4f,"
+          "\"busbw_GBps\":%.4f,\"wrong\":%llu,\"ranks\":%d,\"memory\":\"%s\",\"tls\":\"%s\",\"pattern\":\"%s\"}\n",
+          bytes, static_cast<unsigned long long>(count), std::string(DataTypeName(*dtype)).c_str(), measured->time_us,
+          algbw, algbw, static_cast<unsigned long long>(measured->wrong), transport.size(), memory.c_str(), tls.c_str(),
+          pattern.c_str());
+    } else {
+      std::printf("%12zu %12llu %6s %10.2f %12.3f %12.3f %7llu\n", bytes, static_cast<unsigned long long>(count),
+                  std::string(DataTypeName(*dtype)).c_str(), measured->time_us, algbw, algbw,
+                  static_cast<unsigned long long>(measured->wrong));
+    }
+    std::fflush(stdout);
+    if (bytes == 0 && max_bytes == 0) break;
+  }
+  if (absl::GetFlag(FLAGS_latency_iters) > 0) {
+    absl::StatusOr<double> rtt = MeasureLatency(transport, bootstrap, &sequence);
+    if (!rtt.ok()) return rtt.status();
+    if (report && json) {
+      std::printf("{\"bench\":\"sendrecv_latency\",\"size\":8,\"rtt_us\":%.2f,\"oneway_us\":%.2f,\"tls\":\"%s\"}\n", *rtt,
+                  *rtt / 2, tls.c_str());
+    } else if (report) {
+      std::printf("# 8 B round trip (ranks 0<->1, host memory): median %.2f us, one-way %.2f us\n", *rtt, *rtt / 2);
+    }
+  }
+  return absl::OkStatus();
+}
+
+int SendRecvMain(const std::vector<std::string>&) {
+  absl::Status status = RunningAsRank() ? RunRank() : LaunchLocalRanks(absl::GetFlag(FLAGS_ranks));
+  if (!status.ok()) {
+    std::fprintf(stderr, "sendrecv: %s\n", status.ToString().c_str());
+    return 1;
+  }
+  return 0;
+}
+
+const RegisterSubcommand kRegister("sendrecv", "transport point-to-point bandwidth and 8 B latency (uncompressed)",
+                                   SendRecvMain);
+
+}  // namespace
+}  // namespace ucclzip::bench

@@ -1,0 +1,117 @@
+#include "transport/bootstrap.h"
+
+#include "absl/strings/str_cat.h"
+#include "transport/bootstrap_wire.h"
+#include "transport/status_context.h"
+#include "transport/wire_bytes.h"
+
+namespace ucclzip::transport {
+namespace {
+// A peer that floods us with messages nobody asked for is broken; stop buffering.
+constexpr size_t kMaxUnexpectedFrames = 4096;
+}  // namespace
+
+Bootstrap::Bootstrap(int rank, std::vector<Socket> peers)
+    : rank_(rank), size_(static_cast<int>(peers.size())), peers_(std::move(peers)), unexpected_(size_) {}
+
+absl::Status Bootstrap::CheckPeer(int peer, absl::string_view operation) const {
+  if (peer < 0 || peer >= size_ || peer == rank_) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank ", rank_, ": bootstrap ", operation, " with invalid peer ", peer, " (world size ", size_, ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Bootstrap::Send(int peer, uint64_t tag, absl::string_view bytes, absl::Time deadline) {
+  if (absl::Status s = CheckPeer(peer, "send"); !s.ok()) return s;
+  auto context = absl::StrCat("rank ", rank_, ": bootstrap send of ", bytes.size(), " bytes (tag ", tag, ") to rank ", peer);
+  if (tag & kReservedTagBit) return absl::InvalidArgumentError(absl::StrCat(context, ": the tag's top bit is reserved"));
+  if (bytes.size() > kMaxFrameBytes) {
+    return absl::InvalidArgumentError(absl::StrCat(context, ": larger than the bootstrap limit of ", kMaxFrameBytes));
+  }
+  return WithContext(SendFrame(peers_[peer], tag, bytes, deadline), context);
+}
+
+absl::StatusOr<std::string> Bootstrap::Recv(int peer, uint64_t tag, absl::Time deadline) {
+  if (absl::Status s = CheckPeer(peer, "receive"); !s.ok()) return s;
+  if (tag & kReservedTagBit) {
+    return absl::InvalidArgumentError(absl::StrCat("rank ", rank_, ": bootstrap receive from rank ", peer, " with tag ",
+                                                   tag, ": the tag's top bit is reserved"));
+  }
+  return RecvTagged(peer, tag, deadline);
+}
+
+absl::StatusOr<std::string> Bootstrap::RecvTagged(int peer, uint64_t tag, absl::Time deadline) {
+  auto& waiting = unexpected_[peer];
+  for (auto it = waiting.begin(); it != waiting.end(); ++it) {
+    if (it->first == tag) {
+      std::string payload = std::move(it->second);
+      waiting.erase(it);
+      return payload;
+    }
+  }
+  auto context = absl::StrCat("rank ", rank_, ": bootstrap receive (tag ", tag, ") from rank ", peer);
+  while (true) {
+    absl::StatusOr<Frame> frame = RecvFrame(peers_[peer], deadline);
+    if (!frame.ok()) return WithContext(frame.status(), context);
+    if (frame->tag == kAbortTag) return WithContext(DecodeVerdict(frame->payload), context);
+    if (frame->tag == tag) return std::move(frame->payload);
+    if (waiting.size() >= kMaxUnexpectedFrames) {
+      return absl::ResourceExhaustedError(
+          absl::StrCat(context, ": more than ", kMaxUnexpectedFrames, " unclaimed messages from that rank"));
+    }
+    waiting.emplace_back(frame->tag, std::move(frame->payload));
+  }
+}
+
+void Bootstrap::BroadcastAbort(const absl::Status& why) {
+  std::string payload = EncodeVerdict(why);
+  absl::Time deadline = absl::Now() + absl::Seconds(1);
+  for (int peer = 1; peer < size_; ++peer) {
+    // Best effort: a peer that is gone cannot be told, and the caller already has the error.
+    SendFrame(peers_[peer], kAbortTag, payload, deadline).IgnoreError();
+  }
+}
+
+absl::StatusOr<std::vector<std::string>> Bootstrap::AllGather(absl::string_view mine, absl::Time deadline) {
+  const uint64_t tag = kCollectiveTagBase | collective_sequence_++;
+  std::vector<std::string> all(size_);
+  if (rank_ != 0) {
+    if (absl::Status s = SendFrame(peers_[0], tag, mine, deadline); !s.ok()) {
+      return WithContext(s, absl::StrCat("rank ", rank_, ": allgather, sending to rank 0"));
+    }
+    absl::StatusOr<std::string> gathered = RecvTagged(0, tag, deadline);
+    if (!gathered.ok()) return gathered.status();
+    WireReader reader(*gathered);
+    for (std::string& entry : all) {
+      if (!reader.String(&entry, kMaxFrameBytes)) {
+        return absl::DataLossError(absl::StrCat("rank ", rank_, ": malformed allgather result from rank 0"));
+      }
+    }
+    return all;
+  }
+  all[0] = std::string(mine);
+  for (int peer = 1; peer < size_; ++peer) {
+    absl::StatusOr<std::string> part = RecvTagged(peer, tag, deadline);
+    if (!part.ok()) {
+      absl::Status failed = WithContext(part.status(), absl::StrCat("allgather: rank ", peer, " did not contribute"));
+      BroadcastAbort(failed);
+      return failed;
+    }
+    all[peer] = std::move(*part);
+  }
+  WireWriter writer;
+  for (const std::string& entry : all) writer.String(entry);
+  for (int peer = 1; peer < size_; ++peer) {
+    if (absl::Status s = SendFrame(peers_[peer], tag, writer.bytes(), deadline); !s.ok()) {
+      absl::Status failed = WithContext(s, absl::StrCat("rank 0: allgather, sending the result to rank ", peer));
+      BroadcastAbort(failed);
+      return failed;
+    }
+  }
+  return all;
+}
+
+absl::Status Bootstrap::Barrier(absl::Time deadline) { return AllGather("", deadline).status(); }
+
+}  // namespace ucclzip::transport

@@ -1,0 +1,89 @@
+// BootstrapConfigFromEnvironment: reads what launchers (torchrun, mpirun) or the user set.
+#include <cstdlib>
+#include <optional>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "ucclzip/bootstrap.h"
+
+namespace ucclzip {
+namespace {
+
+std::optional<std::string> Env(const char* name) {
+  const char* value = std::getenv(name);
+  if (value == nullptr || *value == '\0') return std::nullopt;
+  return std::string(value);
+}
+
+// The first of `names` that is set, with the name it came from.
+std::optional<std::pair<std::string, std::string>> FirstSet(std::initializer_list<const char*> names) {
+  for (const char* name : names) {
+    if (auto value = Env(name)) return std::make_pair(std::string(name), *value);
+  }
+  return std::nullopt;
+}
+
+// Reads an integer in [min, max] from the first set variable; `fallback` if none is set.
+absl::StatusOr<int64_t> IntFromEnv(std::initializer_list<const char*> names, int64_t min, int64_t max,
+                                   std::optional<int64_t> fallback) {
+  auto found = FirstSet(names);
+  if (!found) {
+    if (fallback) return *fallback;
+    return absl::NotFoundError(absl::StrCat("bootstrap from the environment: ", *names.begin(), " is not set"));
+  }
+  int64_t value = 0;
+  if (!absl::SimpleAtoi(found->second, &value) || value < min || value > max) {
+    return absl::InvalidArgumentError(absl::StrCat("bootstrap from the environment: ", found->first, "='",
+                                                   found->second, "' is not an integer in [", min, ", ", max, "]"));
+  }
+  return value;
+}
+
+}  // namespace
+
+absl::StatusOr<BootstrapConfig> BootstrapConfigFromEnvironment() {
+  absl::StatusOr<int64_t> rank =
+      IntFromEnv({"UCCLZIP_RANK", "RANK", "OMPI_COMM_WORLD_RANK"}, 0, INT32_MAX, std::nullopt);
+  if (!rank.ok()) return rank.status();
+  absl::StatusOr<int64_t> world_size =
+      IntFromEnv({"UCCLZIP_WORLD_SIZE", "WORLD_SIZE", "OMPI_COMM_WORLD_SIZE"}, 1, INT32_MAX, std::nullopt);
+  if (!world_size.ok()) return world_size.status();
+  absl::StatusOr<int64_t> local_rank =
+      IntFromEnv({"UCCLZIP_LOCAL_RANK", "LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK"}, 0, INT32_MAX, -1);
+  if (!local_rank.ok()) return local_rank.status();
+
+  BootstrapConfig config;
+  if (auto id_text = Env("UCCLZIP_UNIQUE_ID")) {
+    absl::StatusOr<UniqueId> id = UniqueIdFromString(*id_text);
+    if (!id.ok()) return absl::InvalidArgumentError(absl::StrCat("UCCLZIP_UNIQUE_ID: ", id.status().message()));
+    absl::StatusOr<BootstrapConfig> from_id = BootstrapConfigFromUniqueId(*id, *rank, *world_size);
+    if (!from_id.ok()) return from_id.status();
+    config = *from_id;
+  } else {
+    auto host = FirstSet({"UCCLZIP_MASTER_ADDR", "MASTER_ADDR"});
+    if (!host) return absl::NotFoundError("bootstrap from the environment: neither UCCLZIP_MASTER_ADDR nor MASTER_ADDR is set");
+    absl::StatusOr<int64_t> port = IntFromEnv({"UCCLZIP_MASTER_PORT", "MASTER_PORT"}, 1, 65535, std::nullopt);
+    if (!port.ok()) return port.status();
+    config.host = host->second;
+    config.port = static_cast<uint16_t>(*port);
+    config.rank = static_cast<int>(*rank);
+    config.world_size = static_cast<int>(*world_size);
+    if (auto token = Env("UCCLZIP_TOKEN")) config.token = *token;
+  }
+  config.local_rank = static_cast<int>(*local_rank);
+  if (config.rank == 0) {
+    absl::StatusOr<int64_t> listen_fd = IntFromEnv({"UCCLZIP_LISTEN_FD"}, 0, INT32_MAX, -1);
+    if (!listen_fd.ok()) return listen_fd.status();
+    if (*listen_fd >= 0) config.listen_fd = static_cast<int>(*listen_fd);
+  }
+  absl::StatusOr<int64_t> timeout_s = IntFromEnv({"UCCLZIP_BOOTSTRAP_TIMEOUT"}, 1, 86'400, 60);
+  if (!timeout_s.ok()) return timeout_s.status();
+  config.timeout = absl::Seconds(*timeout_s);
+  if (config.rank >= config.world_size) {
+    return absl::InvalidArgumentError(absl::StrCat("bootstrap from the environment: rank ", config.rank,
+                                                   " is not below the world size ", config.world_size));
+  }
+  return config;
+}
+
+}  // namespace ucclzip

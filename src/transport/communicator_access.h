@@ -1,0 +1,19 @@
+// The library's own way into a Communicator: the layers above the transport (the pipeline, and
+// for now the benchmark and the tests) reach its bootstrap and transport through here.
+#pragma once
+
+#include "transport/bootstrap.h"
+#include "transport/transport.h"
+#include "ucclzip/communicator.h"
+
+namespace ucclzip::internal {
+
+struct CommunicatorAccess {
+  static transport::Transport& TransportOf(Communicator& communicator);
+  static transport::Bootstrap& BootstrapOf(Communicator& communicator);
+  // Creates a communicator whose transport runs with internal options (e.g. staging host memory).
+  static absl::StatusOr<std::unique_ptr<Communicator>> Create(const BootstrapConfig& bootstrap,
+                                                              const transport::TransportOptions& options);
+};
+
+}  // namespace ucclzip::internal

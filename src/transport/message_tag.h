@@ -1,0 +1,44 @@
+// The 64-bit UCX tag of every message the transport sends. Fields, high to low:
+//   communicator id (8) | sender rank (12) | operation sequence (20) | stream (7) | last (1) | block (16)
+// A receive matches all fields but `last`, which tells the receiver whether the sender's message
+// ends with this block, so that a size mismatch is an error instead of a hang or a silent cut.
+#pragma once
+
+#include <cstdint>
+
+namespace ucclzip::transport {
+
+inline constexpr int kMaxRanks = 1 << 12;
+inline constexpr uint32_t kMaxSequence = (1u << 20) - 1;  // sequences wrap; ops in flight never span a wrap
+inline constexpr uint32_t kMaxStream = (1u << 7) - 1;
+inline constexpr uint32_t kMaxBlocks = 1u << 16;
+
+// What the caller (the pipeline) chooses: which operation, and which part of it. Several
+// parts of one logical message (a raw plane now, the rest later) go as different streams.
+struct OpTag {
+  uint32_t sequence = 0;
+  uint32_t stream = 0;
+};
+
+struct MessageTag {
+  uint8_t communicator = 0;
+  uint32_t sender = 0;
+  OpTag op;
+  bool last = false;
+  uint32_t block = 0;
+
+  constexpr uint64_t Pack() const {
+    return (uint64_t{communicator} << 56) | (uint64_t{sender & 0xfff} << 44) | (uint64_t{op.sequence & kMaxSequence} << 24) |
+           (uint64_t{op.stream & kMaxStream} << 17) | (uint64_t{last} << 16) | (block & 0xffff);
+  }
+  static constexpr MessageTag Unpack(uint64_t tag) {
+    return MessageTag{static_cast<uint8_t>(tag >> 56), static_cast<uint32_t>((tag >> 44) & 0xfff),
+                      OpTag{static_cast<uint32_t>((tag >> 24) & kMaxSequence), static_cast<uint32_t>((tag >> 17) & kMaxStream)},
+                      ((tag >> 16) & 1) != 0, static_cast<uint32_t>(tag & 0xffff)};
+  }
+};
+
+// Receives compare every bit except `last`.
+inline constexpr uint64_t kMatchMask = ~(uint64_t{1} << 16);
+
+}  // namespace ucclzip::transport

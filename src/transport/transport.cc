@@ -1,0 +1,256 @@
+// Transport: creation (address exchange, endpoints), posting, abort and shutdown. The progress
+// thread's side is in transport_progress.cc.
+#include "transport/transport.h"
+
+#include <pthread.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "transport/staging_path.h"
+#include "transport/status_context.h"
+#include "transport/wire_bytes.h"
+
+namespace ucclzip::transport {
+namespace {
+
+absl::Status CheckOptions(const TransportOptions& options, int rank, int size) {
+  auto context = absl::StrCat("rank ", rank, ": transport options");
+  if (size > kMaxRanks) {
+    return absl::InvalidArgumentError(absl::StrCat(context, ": world size ", size, " exceeds ", kMaxRanks));
+  }
+  if (options.block_bytes == 0) return absl::InvalidArgumentError(absl::StrCat(context, ": block_bytes is 0"));
+  if (options.staging_pool_bytes < 2 * options.block_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat(context, ": staging pool of ", options.staging_pool_bytes,
+                                                   " bytes holds less than one ", options.block_bytes,
+                                                   "-byte block per direction"));
+  }
+  if (options.op_timeout <= absl::ZeroDuration() || options.shutdown_timeout < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat(context, ": timeouts must be positive"));
+  }
+  return absl::OkStatus();
+}
+
+// UCX (1.13 to 1.22) cannot handle peer failures on its shared-memory transports: asking for
+// it drops them (intra-node traffic then goes over TCP) or, with shared memory alone, makes
+// every endpoint unreachable. So UCX peer error handling is used only when the transports are
+// named and none is shared memory; otherwise dead peers are found by the bootstrap connections
+// hanging up, and stalled ones by the deadlines.
+bool WantsPeerErrorHandling(const std::string& configured) {
+  const char* env = std::getenv("UCX_TLS");
+  std::string tls = !configured.empty() ? configured : env != nullptr ? env : "";
+  if (tls.empty() || tls[0] == '^') return false;  // UCX's choice, or "all but": shared memory may be in
+  for (absl::string_view name : absl::StrSplit(tls, ',')) {
+    for (absl::string_view shared : {"sm", "shm", "posix", "sysv", "cma", "knem", "xpmem", "all"}) {
+      if (name == shared) return false;
+    }
+  }
+  return true;
+}
+
+uint8_t RandomCommunicatorId() { return static_cast<uint8_t>(std::random_device()()); }
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<Transport>> Transport::Create(Bootstrap& bootstrap, const TransportOptions& options) {
+  const int rank = bootstrap.rank();
+  if (absl::Status s = CheckOptions(options, rank, bootstrap.size()); !s.ok()) return s;
+  absl::StatusOr<std::unique_ptr<UcxContext>> context = UcxContext::Create(options.ucx_transports, rank);
+  if (!context.ok()) return context.status();
+
+  // Everyone takes rank 0's communicator id and checks that the block sizes agree.
+  WireWriter mine;
+  mine.U8(RandomCommunicatorId()).U64(options.block_bytes).String((*context)->address());
+  absl::StatusOr<std::vector<std::string>> all = bootstrap.AllGather(mine.bytes(), absl::Now() + options.op_timeout);
+  if (!all.ok()) return WithContext(all.status(), absl::StrCat("rank ", rank, ": exchanging UCX worker addresses"));
+  std::vector<std::string> addresses(all->size());
+  uint8_t communicator_id = 0;
+  for (size_t r = 0; r < all->size(); ++r) {
+    WireReader reader((*all)[r]);
+    uint8_t id = 0;
+    uint64_t block_bytes = 0;
+    if (!reader.U8(&id) || !reader.U64(&block_bytes) || !reader.String(&addresses[r], (*all)[r].size())) {
+      return absl::DataLossError(absl::StrCat("rank ", rank, ": malformed transport record from rank ", r));
+    }
+    if (r == 0) communicator_id = id;
+    if (block_bytes != options.block_bytes) {
+      return absl::InvalidArgumentError(absl::StrCat("rank ", rank, ": block size ", options.block_bytes,
+                                                     " differs from rank ", r, "'s ", block_bytes,
+                                                     "; every rank must use the same"));
+    }
+  }
+  std::unique_ptr<Transport> transport(
+      new Transport(rank, bootstrap.size(), options, std::move(*context), communicator_id));
+  for (int r = 0; r < transport->size_; ++r) transport->peers_[r].bootstrap_fd = bootstrap.peer_fd(r);
+  transport->peer_error_handling_ = WantsPeerErrorHandling(options.ucx_transports);
+  if (absl::Status s = transport->ConnectEndpoints(addresses); !s.ok()) return s;
+  transport->wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (transport->wake_fd_ < 0) return absl::InternalError(absl::StrCat("rank ", rank, ": eventfd failed"));
+  transport->progress_thread_ = std::thread([t = transport.get()] { t->ProgressLoop(); });
+  pthread_setname_np(transport->progress_thread_.native_handle(), "ucclzip-progress");
+  return transport;
+}
+
+Transport::Transport(int rank, int size, const TransportOptions& options, std::unique_ptr<UcxContext> context,
+                     uint8_t communicator_id)
+    : rank_(rank), size_(size), options_(options), context_(std::move(context)), communicator_id_(communicator_id),
+      peers_(size) {
+  for (int r = 0; r < size; ++r) {
+    peers_[r].owner = this;
+    peers_[r].rank = r;
+  }
+}
+
+absl::Status Transport::ConnectEndpoints(const std::vector<std::string>& addresses) {
+  for (int r = 0; r < size_; ++r) {
+    if (r == rank_) continue;
+    ucp_ep_params_t params{};
+    params.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
+                        UCP_EP_PARAM_FIELD_ERR_HANDLER;
+    params.address = reinterpret_cast<const ucp_address_t*>(addresses[r].data());
+    params.err_mode = peer_error_handling_ ? UCP_ERR_HANDLING_MODE_PEER : UCP_ERR_HANDLING_MODE_NONE;
+    params.err_handler.cb = &Transport::OnEndpointError;
+    params.err_handler.arg = &peers_[r];
+    ucp_ep_h endpoint = nullptr;
+    ucs_status_t status = ucp_ep_create(context_->worker(), &params, &endpoint);
+    if (status != UCS_OK) {
+      return UcxStatus(status, absl::StrCat("rank ", rank_, ": creating the UCX endpoint to rank ", r));
+    }
+    peers_[r].endpoint = endpoint;
+  }
+  return absl::OkStatus();
+}
+
+void Transport::OnEndpointError(void* arg, ucp_ep_h, ucs_status_t status) {
+  auto* peer = static_cast<Peer*>(arg);
+  peer->endpoint_error = status;
+  peer->owner->any_endpoint_error_ = true;
+}
+
+std::shared_ptr<Request> Transport::Send(int peer, const void* data, size_t bytes, MemoryType type, OpTag tag,
+                                         CompletionCallback on_complete) {
+  // The buffer is only read; the Op holds one pointer type for both directions.
+  return Post(OpKind::kSend, peer, const_cast<uint8_t*>(static_cast<const uint8_t*>(data)), bytes, type, tag,
+              std::move(on_complete));
+}
+
+std::shared_ptr<Request> Transport::Recv(int peer, void* data, size_t bytes, MemoryType type, OpTag tag,
+                                         CompletionCallback on_complete) {
+  return Post(OpKind::kRecv, peer, static_cast<uint8_t*>(data), bytes, type, tag, std::move(on_complete));
+}
+
+absl::Status Transport::Validate(Op& op, MemoryType type) const {
+  auto fail = [&op](absl::StatusCode code, absl::string_view why) {
+    return absl::Status(code, absl::StrCat(op.Describe(), ": ", why));
+  };
+  if (op.peer < 0 || op.peer >= size_ || op.peer == rank_) {
+    return fail(absl::StatusCode::kInvalidArgument, absl::StrCat("invalid peer (world size ", size_, ")"));
+  }
+  if (op.bytes > 0 && op.data == nullptr) return fail(absl::StatusCode::kInvalidArgument, "null buffer");
+  if (op.tag.sequence > kMaxSequence || op.tag.stream > kMaxStream) {
+    return fail(absl::StatusCode::kInvalidArgument,
+                absl::StrCat("tag out of range (sequence <= ", kMaxSequence, ", stream <= ", kMaxStream, ")"));
+  }
+  if (op.bytes / options_.block_bytes >= kMaxBlocks) {
+    return fail(absl::StatusCode::kInvalidArgument,
+                absl::StrCat("more than ", kMaxBlocks, " blocks of ", options_.block_bytes, " bytes"));
+  }
+  if (op.bytes == 0) return absl::OkStatus();
+  PointerInfo actual = ClassifyPointer(op.data);
+  if (type == MemoryType::kDevice && CudaDeviceCount() == 0) {
+    return fail(absl::StatusCode::kFailedPrecondition, "device memory posted but no usable CUDA device");
+  }
+  if (actual.type != type) {
+    return fail(absl::StatusCode::kInvalidArgument,
+                absl::StrCat("the buffer is ", MemoryTypeName(actual.type), " memory, posted as ", MemoryTypeName(type)));
+  }
+  op.memory = actual;
+  return absl::OkStatus();
+}
+
+std::shared_ptr<Request> Transport::Post(OpKind kind, int peer, uint8_t* data, size_t bytes, MemoryType type,
+                                         OpTag tag, CompletionCallback on_complete) {
+  auto request = std::make_shared<Request>(std::move(on_complete));
+  auto op = std::make_unique<Op>();
+  op->kind = kind;
+  op->rank = rank_;
+  op->peer = peer;
+  op->data = data;
+  op->bytes = bytes;
+  op->memory.type = type;
+  op->tag = tag;
+  op->request = request;
+  if (absl::Status valid = Validate(*op, type); !valid.ok()) {
+    request->Complete(valid);
+    return request;
+  }
+  op->staged = bytes > 0 && ((type == MemoryType::kDevice && !device_memory_direct()) ||
+                             (type == MemoryType::kHost && options_.stage_host_memory));
+  CutIntoBlocks(*op, options_.block_bytes);
+  absl::Status refused;
+  {
+    absl::MutexLock lock(&mutex_);
+    if (!aborted_.ok()) {
+      refused = absl::Status(aborted_.code(), absl::StrCat(op->Describe(), ": communicator aborted: ", aborted_.message()));
+    } else if (stopping_) {
+      refused = absl::FailedPreconditionError(absl::StrCat(op->Describe(), ": the communicator is shutting down"));
+    } else {
+      submitted_.push_back(std::move(op));
+    }
+  }
+  if (!refused.ok()) {
+    request->Complete(refused);
+    return request;
+  }
+  Wake();
+  return request;
+}
+
+void Transport::Wake() {
+  uint64_t one = 1;
+  // A full counter already means "wake up"; nothing else can go wrong with an eventfd.
+  [[maybe_unused]] ssize_t written = write(wake_fd_, &one, sizeof(one));
+}
+
+void Transport::Abort(const absl::Status& why) {
+  {
+    absl::MutexLock lock(&mutex_);
+    if (!aborted_.ok()) return;
+    aborted_ = why.ok() ? absl::CancelledError("aborted") : why;
+    abort_pending_ = true;
+  }
+  Wake();
+}
+
+void Transport::Shutdown() {
+  if (shut_down_) return;
+  shut_down_ = true;
+  {
+    absl::MutexLock lock(&mutex_);
+    stopping_ = true;
+  }
+  Wake();
+  if (progress_thread_.joinable()) progress_thread_.join();
+}
+
+Transport::~Transport() {
+  Shutdown();
+  // Destroying the worker releases whatever UCX still holds (only after a drain that ran out of
+  // time); the ops its callbacks point to are destroyed after it.
+  context_.reset();
+  for (auto& op : active_) {
+    op->Fail(absl::CancelledError("the communicator was destroyed with the operation pending"));
+    op->request->Complete(op->error);
+  }
+  active_.clear();
+  abandoned_.clear();
+  device_staging_.reset();
+  host_staging_.reset();
+  if (wake_fd_ >= 0) close(wake_fd_);
+}
+
+}  // namespace ucclzip::transport

@@ -1,0 +1,162 @@
+// Point-to-point messages over UCX's tag API for one communicator: one UCP context and worker,
+// an endpoint to every peer, and one progress thread that alone touches them. User threads
+// only post operations (Send/Recv return at once) and test or wait on the returned requests.
+//
+// Compression-agnostic on purpose, in the spirit of Gloo's transport: the pipeline layer on top
+// decides what the bytes are. A logical message may be sent as several parts (different
+// OpTag streams), e.g. a raw plane first and the coded rest later; the receiver posts one
+// receive per part.
+//
+// Memory: host buffers go to UCX directly. Device buffers go to UCX directly only if UCX says
+// it takes CUDA memory (ucp_context_query); otherwise they are staged block by block through
+// pooled pinned host memory, with the copies and the network overlapped.
+//
+// Faults: endpoints use UCX peer error handling, and every operation has a deadline that moves
+// with its progress. A dead or stalled peer fails every pending operation with it, with a
+// status that names the operation and the peer; later operations with it fail at once.
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <list>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "transport/bootstrap.h"
+#include "transport/memory_type.h"
+#include "transport/message_tag.h"
+#include "transport/request.h"
+#include "transport/transport_op.h"
+#include "transport/transport_options.h"
+#include "transport/ucx_context.h"
+
+namespace ucclzip::transport {
+
+class StagingPath;
+class StagingPool;
+
+class Transport {
+ public:
+  // Collective over the bootstrap: exchanges worker addresses and creates the endpoints.
+  static absl::StatusOr<std::unique_ptr<Transport>> Create(Bootstrap& bootstrap, const TransportOptions& options);
+  // Shuts down if nobody did, then releases the worker, the context and the staging memory.
+  ~Transport();
+  Transport(const Transport&) = delete;
+  Transport& operator=(const Transport&) = delete;
+
+  int rank() const { return rank_; }
+  int size() const { return size_; }
+  // True when UCX takes device pointers itself (a CUDA-enabled UCX).
+  bool device_memory_direct() const { return context_->cuda_memory_supported(); }
+  const TransportOptions& options() const { return options_; }
+
+  // Posts a message of exactly `bytes` bytes; the receiver must post the same size and tag.
+  // `type` must match what the pointer is; the buffer must stay valid and, for device memory,
+  // its contents ready, until the request completes.
+  std::shared_ptr<Request> Send(int peer, const void* data, size_t bytes, MemoryType type, OpTag tag,
+                                CompletionCallback on_complete = {});
+  std::shared_ptr<Request> Recv(int peer, void* data, size_t bytes, MemoryType type, OpTag tag,
+                                CompletionCallback on_complete = {});
+
+  // Fails every pending and future operation with `why` and force-closes every endpoint, so
+  // that peers see the failure too. Safe from any thread.
+  void Abort(const absl::Status& why);
+
+  // Fails what is still pending, closes every endpoint and stops the progress thread. The
+  // endpoints are closed forcibly, which drops whatever UCX has not yet delivered: callers that
+  // want every completed send delivered first hold a barrier (the Communicator does).
+  void Shutdown();
+
+ private:
+  struct Peer {
+    Transport* owner = nullptr;
+    int rank = 0;
+    int bootstrap_fd = -1;     // hangs up when the peer's process exits
+    void* endpoint = nullptr;  // ucp_ep_h
+    absl::Status failure;      // set once the peer is considered dead
+    ucs_status_t endpoint_error = UCS_OK;  // recorded by UCX's error callback
+  };
+
+  Transport(int rank, int size, const TransportOptions& options, std::unique_ptr<UcxContext> context,
+            uint8_t communicator_id);
+  absl::Status ConnectEndpoints(const std::vector<std::string>& addresses);
+  std::shared_ptr<Request> Post(OpKind kind, int peer, uint8_t* data, size_t bytes, MemoryType type, OpTag tag,
+                                CompletionCallback on_complete);
+  // Checks a posted op and records what its buffer is.
+  absl::Status Validate(Op& op, MemoryType type) const;
+
+  // Progress thread.
+  void ProgressLoop();
+  // Moves posted ops into the active list and handles Abort; sets *stop once Shutdown began.
+  bool TakeSubmissions(bool* stop);
+  void Start(Op& op);
+  bool Advance(Op& op);
+  bool AdvanceStagedSend(Op& op, StagingPath& path);
+  bool AdvanceStagedRecv(Op& op, StagingPath& path);
+  // True once the block's staging copy is done (failed copies fail the op).
+  bool CopyFinished(Op& op, StagingPath& path, Block& block);
+  // Marks a block done and gives its staging block back; `delivered` counts it as transferred.
+  void RetireBlock(Op& op, Block& block, StagingPool* pool, bool delivered);
+  // Hands a block to UCX: a send, a receive, or (with `probed`) the receive of a probed message.
+  void PostNetwork(Block& block, uint8_t* buffer, size_t capacity, bool host_buffer, ucp_tag_message_h probed = nullptr);
+  absl::StatusOr<StagingPath*> StagingFor(const Op& op);
+  void CheckDeadlines();
+  void HandleEndpointErrors();
+  // Fails peers whose bootstrap connection hung up: the way dead peers show over transports
+  // without UCX peer error handling, and often sooner than UCX notices.
+  void WatchBootstrapConnections();
+  void FailPeer(int peer, const absl::Status& why);
+  void CancelReceives(Op& op);
+  void CloseEndpoint(Peer& peer, bool force);
+  bool RetireFinished();
+  void WaitForEvents();
+  void Wake();
+  void PollClosingEndpoints();
+  void DrainForShutdown();
+  uint64_t TagOf(const Op& op, uint32_t block, bool last) const;
+
+  static void OnEndpointError(void* arg, ucp_ep_h endpoint, ucs_status_t status);
+
+  const int rank_;
+  const int size_;
+  const TransportOptions options_;
+  std::unique_ptr<UcxContext> context_;
+  const uint8_t communicator_id_;
+  std::vector<Peer> peers_;
+  // UCX peer error handling on every endpoint; off where it would cost shared memory.
+  bool peer_error_handling_ = false;
+
+  // Shared between user threads and the progress thread.
+  absl::Mutex mutex_;
+  std::vector<std::unique_ptr<Op>> submitted_ ABSL_GUARDED_BY(mutex_);
+  absl::Status aborted_ ABSL_GUARDED_BY(mutex_);
+  bool abort_pending_ ABSL_GUARDED_BY(mutex_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mutex_) = false;
+  bool shut_down_ = false;  // owner thread only
+
+  // Progress thread only.
+  std::list<std::unique_ptr<Op>> active_;
+  // Failed ops whose sends UCX never completed (a force-closed endpoint without peer error
+  // handling keeps them): their requests are completed, their blocks kept for UCX until the
+  // worker is destroyed.
+  std::vector<std::unique_ptr<Op>> abandoned_;
+  std::vector<void*> closing_;  // endpoint close requests in flight
+  std::unique_ptr<StagingPath> host_staging_;
+  std::unique_ptr<StagingPath> device_staging_;
+  bool any_endpoint_error_ = false;
+  int copies_in_flight_ = 0;
+  absl::Time last_work_;
+  absl::Time last_watch_;
+
+  int wake_fd_ = -1;  // eventfd: posts, Abort and Shutdown wake the progress thread
+  std::thread progress_thread_;
+};
+
+}  // namespace ucclzip::transport

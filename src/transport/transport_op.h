@@ -1,0 +1,74 @@
+// One posted send or receive as the progress thread sees it: the message cut into blocks, and
+// where each block is (copy to staging, in UCX, copy back, done). Only the progress thread
+// touches an Op; UCX callbacks (which run inside ucp_worker_progress on that thread) only
+// record results in the block they belong to.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "transport/memory_type.h"
+#include "transport/message_tag.h"
+#include "transport/request.h"
+
+namespace ucclzip::transport {
+
+struct Op;
+
+enum class BlockStage {
+  kWaiting,      // not started
+  kCopyIn,       // staged send: user buffer to staging block
+  kNetwork,      // in UCX
+  kNetworkDone,  // UCX finished; a staged receive still has to copy out
+  kCopyOut,      // staged receive: staging block to user buffer
+  kDone,
+};
+
+struct Block {
+  Op* op = nullptr;
+  uint32_t index = 0;
+  size_t offset = 0;
+  size_t bytes = 0;
+  BlockStage stage = BlockStage::kWaiting;
+  void* ucx_request = nullptr;
+  uint8_t* staging = nullptr;
+  uint32_t copy_ticket = 0;
+  // Recorded by the UCX callback.
+  absl::Status network_status;
+};
+
+enum class OpKind { kSend, kRecv };
+
+struct Op {
+  OpKind kind = OpKind::kSend;
+  int rank = 0;
+  int peer = 0;
+  uint8_t* data = nullptr;
+  size_t bytes = 0;
+  PointerInfo memory;
+  bool staged = false;
+  OpTag tag;
+  std::shared_ptr<Request> request;
+  std::vector<Block> blocks;
+  uint32_t next_block = 0;  // staged path: the next block to start
+  uint32_t blocks_done = 0;
+  absl::Time deadline;  // pushed back whenever a block completes
+  absl::Status error;
+  absl::Time failed_at = absl::InfiniteFuture();
+
+  bool finished() const;  // done, or failed with nothing left in flight
+  // "rank 0: send to peer 1 (seq 7, stream 0, 1048576 bytes of host memory)"
+  std::string Describe() const;
+  // Records the first failure, phrased with this op's description.
+  void Fail(const absl::Status& why);
+};
+
+// Splits `bytes` into blocks of `block_bytes` (at least one block, for empty messages too).
+void CutIntoBlocks(Op& op, size_t block_bytes);
+
+}  // namespace ucclzip::transport

@@ -1,0 +1,442 @@
+// The progress thread: posts what users submitted, drives UCX, moves staged blocks through
+// copy / network / copy, enforces deadlines, turns peer failures into op failures, and
+// completes requests.
+#include <poll.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "transport/staging_path.h"
+#include "transport/transport.h"
+
+namespace ucclzip::transport {
+namespace {
+
+// How long the thread spins after its last piece of work before it sleeps on the worker's
+// event fd: short waits stay cheap (latency), long ones leave the cores to others.
+constexpr absl::Duration kSpinBeforeSleep = absl::Microseconds(200);
+// How often the bootstrap connections are checked for hang-ups while operations are pending.
+constexpr absl::Duration kWatchInterval = absl::Milliseconds(10);
+// How long a failed op may wait for UCX to give its blocks back before it is abandoned.
+constexpr absl::Duration kAbandonAfter = absl::Seconds(1);
+
+void OnSendDone(void* request, ucs_status_t status, void* user_data) {
+  auto& block = *static_cast<Block*>(user_data);
+  block.network_status = UcxStatus(status, absl::StrCat("block ", block.index, " of ", block.op->blocks.size()));
+  block.stage = BlockStage::kNetworkDone;
+  block.ucx_request = nullptr;
+  ucp_request_free(request);
+}
+
+void OnRecvDone(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info, void* user_data) {
+  auto& block = *static_cast<Block*>(user_data);
+  const size_t count = block.op->blocks.size();
+  block.network_status = UcxStatus(status, absl::StrCat("block ", block.index, " of ", count));
+  if (status == UCS_OK) {
+    bool sender_last = MessageTag::Unpack(info->sender_tag).last;
+    bool expected_last = block.index + 1 == count;
+    if (info->length != block.bytes || sender_last != expected_last) {
+      block.network_status = absl::InvalidArgumentError(absl::StrCat(
+          "size mismatch: the sender's block ", block.index, " holds ", info->length, " bytes and ",
+          sender_last ? "ends" : "does not end", " its message, but ", block.op->bytes, " bytes were expected (",
+          count, " blocks)"));
+    }
+  } else if (status == UCS_ERR_MESSAGE_TRUNCATED) {
+    block.network_status = absl::InvalidArgumentError(
+        absl::StrCat("size mismatch: the sender's message is longer than the ", block.op->bytes, " bytes expected"));
+  }
+  block.stage = BlockStage::kNetworkDone;
+  block.ucx_request = nullptr;
+  ucp_request_free(request);
+}
+
+}  // namespace
+
+uint64_t Transport::TagOf(const Op& op, uint32_t block, bool last) const {
+  uint32_t sender = op.kind == OpKind::kSend ? rank_ : op.peer;
+  return MessageTag{communicator_id_, sender, op.tag, last, block}.Pack();
+}
+
+void Transport::ProgressLoop() {
+  last_work_ = absl::Now();
+  while (true) {
+    bool stop = false;
+    bool work = TakeSubmissions(&stop);
+    if (stop) break;
+    work |= ucp_worker_progress(context_->worker()) != 0;
+    if (any_endpoint_error_) HandleEndpointErrors();
+    for (auto& op : active_) work |= Advance(*op);
+    CheckDeadlines();
+    WatchBootstrapConnections();
+    work |= RetireFinished();
+    if (!closing_.empty()) PollClosingEndpoints();
+    absl::Time now = absl::Now();
+    if (work) {
+      last_work_ = now;
+    } else if (now - last_work_ > kSpinBeforeSleep) {
+      WaitForEvents();
+    }
+  }
+  DrainForShutdown();
+}
+
+bool Transport::TakeSubmissions(bool* stop) {
+  std::vector<std::unique_ptr<Op>> fresh;
+  bool abort = false;
+  absl::Status why;
+  {
+    absl::MutexLock lock(&mutex_);
+    fresh.swap(submitted_);
+    *stop = stopping_;
+    abort = abort_pending_;
+    abort_pending_ = false;
+    why = aborted_;
+  }
+  if (abort) {
+    for (int r = 0; r < size_; ++r) {
+      if (r != rank_) FailPeer(r, absl::Status(why.code(), absl::StrCat("communicator aborted: ", why.message())));
+    }
+  }
+  for (auto& op : fresh) {
+    active_.push_back(std::move(op));
+    Start(*active_.back());
+  }
+  return abort || !fresh.empty();
+}
+
+void Transport::Start(Op& op) {
+  op.deadline = absl::Now() + options_.op_timeout;
+  if (const absl::Status& failure = peers_[op.peer].failure; !failure.ok()) {
+    op.Fail(failure);
+    return;
+  }
+  if (op.staged) {
+    if (absl::StatusOr<StagingPath*> path = StagingFor(op); !path.ok()) op.Fail(path.status());
+    return;  // Advance starts the blocks as staging blocks free up
+  }
+  bool host = op.memory.type == MemoryType::kHost;
+  for (Block& block : op.blocks) {
+    PostNetwork(block, op.data == nullptr ? nullptr : op.data + block.offset, block.bytes, host);
+    if (!op.error.ok()) break;
+  }
+}
+
+absl::StatusOr<StagingPath*> Transport::StagingFor(const Op& op) {
+  std::unique_ptr<StagingPath>& path = op.memory.type == MemoryType::kHost ? host_staging_ : device_staging_;
+  if (path != nullptr) {
+    if (path->device() != op.memory.device) {
+      return absl::InvalidArgumentError(absl::StrCat("device ", op.memory.device, " memory, but this communicator stages for device ",
+                                                     path->device(), "; use one device per communicator"));
+    }
+    return path.get();
+  }
+  const size_t blocks = std::max<size_t>(1, options_.staging_pool_bytes / options_.block_bytes / 2);
+  std::unique_ptr<StagingEngine> engine;
+  if (op.memory.type == MemoryType::kHost) {
+    engine = MakeHostStagingEngine();
+  } else {
+    absl::StatusOr<std::unique_ptr<StagingEngine>> cuda = MakeCudaStagingEngine(op.memory.device, 2 * blocks);
+    if (!cuda.ok()) return cuda.status();
+    engine = std::move(*cuda);
+  }
+  absl::StatusOr<std::unique_ptr<StagingPath>> created =
+      StagingPath::Create(std::move(engine), options_.block_bytes, options_.staging_pool_bytes, op.memory.device);
+  if (!created.ok()) return created.status();
+  path = std::move(*created);
+  return path.get();
+}
+
+void Transport::PostNetwork(Block& block, uint8_t* buffer, size_t capacity, bool host_buffer, ucp_tag_message_h probed) {
+  static uint8_t empty_message;  // UCX wants an address even for 0 bytes
+  Op& op = *block.op;
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FLAG_NO_IMM_CMPL;
+  if (host_buffer) {
+    param.op_attr_mask |= UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+    param.memory_type = UCS_MEMORY_TYPE_HOST;
+  }
+  param.user_data = &block;
+  void* address = buffer != nullptr ? buffer : &empty_message;
+  // UCX may run the callback before the call returns (NO_IMM_CMPL completes inline), so the
+  // block is marked in flight first and the request kept only if it is still pending.
+  block.stage = BlockStage::kNetwork;
+  ucs_status_ptr_t request;
+  if (op.kind == OpKind::kSend) {
+    auto endpoint = static_cast<ucp_ep_h>(peers_[op.peer].endpoint);
+    if (endpoint == nullptr) {
+      block.stage = BlockStage::kWaiting;
+      op.Fail(absl::UnavailableError(absl::StrCat("the endpoint to peer ", op.peer, " is closed")));
+      return;
+    }
+    param.cb.send = OnSendDone;
+    bool last = block.index + 1 == op.blocks.size();
+    request = ucp_tag_send_nbx(endpoint, address, block.bytes, TagOf(op, block.index, last), &param);
+  } else {
+    param.cb.recv = OnRecvDone;
+    request = probed != nullptr
+                  ? ucp_tag_msg_recv_nbx(context_->worker(), address, capacity, probed, &param)
+                  : ucp_tag_recv_nbx(context_->worker(), address, capacity, TagOf(op, block.index, false), kMatchMask, &param);
+  }
+  if (UCS_PTR_IS_ERR(request)) {
+    block.stage = BlockStage::kWaiting;
+    op.Fail(UcxStatus(UCS_PTR_STATUS(request), absl::StrCat("posting block ", block.index)));
+    return;
+  }
+  if (block.stage == BlockStage::kNetwork) block.ucx_request = request;
+}
+
+bool Transport::Advance(Op& op) {
+  bool progressed = false;
+  StagingPath* path = nullptr;
+  if (op.staged) {
+    path = (op.memory.type == MemoryType::kHost ? host_staging_ : device_staging_).get();
+    if (path != nullptr) {
+      progressed |= op.kind == OpKind::kSend ? AdvanceStagedSend(op, *path) : AdvanceStagedRecv(op, *path);
+    }
+  }
+  for (Block& block : op.blocks) {
+    if (block.stage != BlockStage::kNetworkDone) continue;
+    progressed = true;
+    if (!block.network_status.ok()) {
+      op.Fail(block.network_status);
+      CancelReceives(op);  // the other blocks of a failed receive would otherwise wait for the deadline
+    }
+    if (op.kind == OpKind::kRecv && op.staged && op.error.ok()) {
+      absl::StatusOr<uint32_t> ticket = path->engine().Start(op.data + block.offset, block.staging, block.bytes,
+                                                            CopyDirection::kFromStaging);
+      if (ticket.ok()) {
+        block.copy_ticket = *ticket;
+        block.stage = BlockStage::kCopyOut;
+        ++copies_in_flight_;
+        continue;
+      }
+      op.Fail(ticket.status());
+    }
+    StagingPool* pool = path == nullptr ? nullptr : op.kind == OpKind::kSend ? &path->send_pool() : &path->recv_pool();
+    RetireBlock(op, block, pool, /*delivered=*/true);
+  }
+  return progressed;
+}
+
+bool Transport::CopyFinished(Op& op, StagingPath& path, Block& block) {
+  absl::StatusOr<bool> done = path.engine().Poll(block.copy_ticket);
+  if (done.ok() && !*done) return false;
+  --copies_in_flight_;
+  if (!done.ok()) op.Fail(done.status());
+  return true;
+}
+
+void Transport::RetireBlock(Op& op, Block& block, StagingPool* pool, bool delivered) {
+  if (block.staging != nullptr) pool->Release(block.staging);
+  block.staging = nullptr;
+  block.stage = BlockStage::kDone;
+  if (delivered && op.error.ok()) {
+    ++op.blocks_done;
+    op.deadline = absl::Now() + options_.op_timeout;
+  }
+}
+
+bool Transport::AdvanceStagedSend(Op& op, StagingPath& path) {
+  bool progressed = false;
+  for (uint32_t i = 0; i < op.next_block; ++i) {
+    Block& block = op.blocks[i];
+    if (block.stage != BlockStage::kCopyIn || !CopyFinished(op, path, block)) continue;
+    progressed = true;
+    if (op.error.ok()) {
+      PostNetwork(block, block.staging, block.bytes, /*host_buffer=*/true);
+      if (block.stage != BlockStage::kWaiting) continue;  // posted (perhaps already complete)
+    }
+    RetireBlock(op, block, &path.send_pool(), /*delivered=*/false);
+  }
+  while (op.error.ok() && op.next_block < op.blocks.size()) {
+    uint8_t* staging = path.send_pool().Acquire();
+    if (staging == nullptr) break;
+    Block& block = op.blocks[op.next_block++];
+    absl::StatusOr<uint32_t> ticket =
+        path.engine().Start(staging, op.data + block.offset, block.bytes, CopyDirection::kToStaging);
+    if (!ticket.ok()) {
+      path.send_pool().Release(staging);
+      op.Fail(ticket.status());
+      break;
+    }
+    block.staging = staging;
+    block.copy_ticket = *ticket;
+    block.stage = BlockStage::kCopyIn;
+    ++copies_in_flight_;
+    progressed = true;
+  }
+  return progressed;
+}
+
+bool Transport::AdvanceStagedRecv(Op& op, StagingPath& path) {
+  bool progressed = false;
+  for (uint32_t i = 0; i < op.next_block; ++i) {
+    Block& block = op.blocks[i];
+    if (block.stage != BlockStage::kCopyOut || !CopyFinished(op, path, block)) continue;
+    progressed = true;
+    RetireBlock(op, block, &path.recv_pool(), /*delivered=*/true);
+  }
+  // A staging block is taken only for a message that has arrived (probe), so receives never hold
+  // staging memory while they wait for senders: a bounded pool cannot deadlock.
+  while (op.error.ok() && op.next_block < op.blocks.size()) {
+    uint8_t* staging = path.recv_pool().Acquire();
+    if (staging == nullptr) break;
+    ucp_tag_recv_info_t info{};
+    ucp_tag_message_h message = ucp_tag_probe_nb(context_->worker(), TagOf(op, op.next_block, false), kMatchMask,
+                                                 /*remove=*/1, &info);
+    if (message == nullptr) {
+      path.recv_pool().Release(staging);
+      break;
+    }
+    Block& block = op.blocks[op.next_block++];
+    block.staging = staging;
+    PostNetwork(block, staging, path.recv_pool().block_bytes(), /*host_buffer=*/true, message);
+    progressed = true;
+    if (block.stage == BlockStage::kWaiting) {  // the post failed
+      path.recv_pool().Release(staging);
+      block.staging = nullptr;
+    }
+  }
+  return progressed;
+}
+
+void Transport::CheckDeadlines() {
+  if (active_.empty()) return;
+  absl::Time now = absl::Now();
+  for (auto& op : active_) {
+    if (op->error.ok() && now > op->deadline && !op->finished()) {
+      FailPeer(op->peer, absl::DeadlineExceededError(absl::StrCat(
+                             "peer ", op->peer, " failed: an operation with it made no progress for ",
+                             absl::FormatDuration(options_.op_timeout), " (the operation timeout)")));
+    }
+  }
+}
+
+void Transport::HandleEndpointErrors() {
+  any_endpoint_error_ = false;
+  for (Peer& peer : peers_) {
+    if (peer.endpoint_error == UCS_OK) continue;
+    ucs_status_t status = peer.endpoint_error;
+    peer.endpoint_error = UCS_OK;
+    FailPeer(peer.rank, UcxStatus(status, absl::StrCat("peer ", peer.rank, " failed: UCX reports its connection broken")));
+  }
+}
+
+void Transport::WatchBootstrapConnections() {
+  absl::Time now = absl::Now();
+  if (active_.empty() || now - last_watch_ < kWatchInterval) return;
+  last_watch_ = now;
+  std::vector<pollfd> fds;
+  for (const Peer& peer : peers_) {
+    if (peer.bootstrap_fd >= 0 && peer.failure.ok()) fds.push_back({peer.bootstrap_fd, POLLRDHUP, 0});
+  }
+  if (poll(fds.data(), fds.size(), 0) <= 0) return;
+  for (const pollfd& entry : fds) {
+    if (!(entry.revents & (POLLRDHUP | POLLHUP | POLLERR))) continue;
+    for (const Peer& peer : peers_) {
+      if (peer.bootstrap_fd != entry.fd) continue;
+      FailPeer(peer.rank, absl::UnavailableError(absl::StrCat(
+                              "peer ", peer.rank, " failed: its bootstrap connection hung up (the process exited)")));
+    }
+  }
+}
+
+void Transport::FailPeer(int rank, const absl::Status& why) {
+  Peer& peer = peers_[rank];
+  if (peer.failure.ok()) {
+    peer.failure = why;
+    CloseEndpoint(peer, /*force=*/true);  // UCX then fails the sends to it
+  }
+  for (auto& op : active_) {
+    if (op->peer != rank || op->finished()) continue;
+    op->Fail(peer.failure);
+    CancelReceives(*op);  // receives are not tied to an endpoint; closing it does not end them
+  }
+}
+
+void Transport::CancelReceives(Op& op) {
+  if (op.kind != OpKind::kRecv) return;
+  for (Block& block : op.blocks) {
+    if (block.stage == BlockStage::kNetwork && block.ucx_request != nullptr) {
+      ucp_request_cancel(context_->worker(), block.ucx_request);
+    }
+  }
+}
+
+void Transport::CloseEndpoint(Peer& peer, bool force) {
+  if (peer.endpoint == nullptr) return;
+  ucp_request_param_t param{};
+  param.op_attr_mask = UCP_OP_ATTR_FIELD_FLAGS;
+  param.flags = force ? UCP_EP_CLOSE_FLAG_FORCE : 0;
+  ucs_status_ptr_t request = ucp_ep_close_nbx(static_cast<ucp_ep_h>(peer.endpoint), &param);
+  peer.endpoint = nullptr;
+  if (UCS_PTR_IS_PTR(request)) closing_.push_back(request);
+}
+
+void Transport::PollClosingEndpoints() {
+  std::erase_if(closing_, [](void* request) {
+    if (ucp_request_check_status(request) == UCS_INPROGRESS) return false;
+    ucp_request_free(request);
+    return true;
+  });
+}
+
+bool Transport::RetireFinished() {
+  bool retired = false;
+  const absl::Time abandon_failed_before = absl::Now() - kAbandonAfter;
+  for (auto it = active_.begin(); it != active_.end();) {
+    bool abandon = !(*it)->finished() && (*it)->failed_at < abandon_failed_before;
+    if (!(*it)->finished() && !abandon) {
+      ++it;
+      continue;
+    }
+    std::unique_ptr<Op> op = std::move(*it);
+    it = active_.erase(it);
+    op->request->Complete(op->error);
+    if (abandon) abandoned_.push_back(std::move(op));
+    retired = true;
+  }
+  return retired;
+}
+
+void Transport::WaitForEvents() {
+  // CUDA copies cannot wake a file descriptor: keep polling them, politely.
+  if (copies_in_flight_ > 0) {
+    std::this_thread::yield();
+    return;
+  }
+  pollfd fds[2] = {{wake_fd_, POLLIN, 0}, {context_->event_fd(), POLLIN, 0}};
+  int count = 1;
+  if (context_->event_fd() >= 0) {
+    ucs_status_t armed = ucp_worker_arm(context_->worker());
+    if (armed == UCS_ERR_BUSY) return;  // events arrived meanwhile
+    if (armed == UCS_OK) count = 2;
+  }
+  // Deadlines are checked at least every millisecond while operations are pending.
+  int timeout_ms = active_.empty() && closing_.empty() ? 100 : 1;
+  if (poll(fds, count, timeout_ms) > 0 && (fds[0].revents & POLLIN)) {
+    uint64_t wakeups = 0;
+    [[maybe_unused]] ssize_t got = read(wake_fd_, &wakeups, sizeof(wakeups));
+  }
+  last_work_ = absl::Now();
+}
+
+void Transport::DrainForShutdown() {
+  const absl::Time deadline = absl::Now() + options_.shutdown_timeout;
+  bool stop = false;
+  TakeSubmissions(&stop);
+  for (Peer& peer : peers_) {
+    if (peer.rank != rank_) {
+      FailPeer(peer.rank, absl::CancelledError("the communicator was shut down with the operation pending"));
+    }
+  }
+  while ((!active_.empty() || !closing_.empty()) && absl::Now() < deadline) {
+    ucp_worker_progress(context_->worker());
+    for (auto& op : active_) Advance(*op);
+    RetireFinished();
+    PollClosingEndpoints();
+  }
+}
+
+}  // namespace ucclzip::transport

@@ -1,0 +1,112 @@
+// Configuration from launchers' environment variables and from unique ids.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "ucclzip/bootstrap.h"
+
+namespace ucclzip {
+namespace {
+
+// Clears every variable the bootstrap reads, so that the test's own environment cannot leak in.
+class EnvironmentTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (const char* name : {"UCCLZIP_UNIQUE_ID", "UCCLZIP_MASTER_ADDR", "UCCLZIP_MASTER_PORT", "UCCLZIP_RANK",
+                             "UCCLZIP_WORLD_SIZE", "UCCLZIP_LOCAL_RANK", "UCCLZIP_TOKEN", "UCCLZIP_BOOTSTRAP_TIMEOUT",
+                             "MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK", "OMPI_COMM_WORLD_RANK",
+                             "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "UCCLZIP_LISTEN_FD"}) {
+      unsetenv(name);
+    }
+  }
+};
+
+TEST_F(EnvironmentTest, TorchrunVariables) {
+  setenv("MASTER_ADDR", "10.1.2.3", 1);
+  setenv("MASTER_PORT", "29500", 1);
+  setenv("RANK", "3", 1);
+  setenv("WORLD_SIZE", "8", 1);
+  setenv("LOCAL_RANK", "1", 1);
+  absl::StatusOr<BootstrapConfig> config = BootstrapConfigFromEnvironment();
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->host, "10.1.2.3");
+  EXPECT_EQ(config->port, 29500);
+  EXPECT_EQ(config->rank, 3);
+  EXPECT_EQ(config->world_size, 8);
+  EXPECT_EQ(config->local_rank, 1);
+  EXPECT_EQ(config->timeout, absl::Seconds(60));
+}
+
+TEST_F(EnvironmentTest, MpirunVariablesWithUcclzipOverrides) {
+  setenv("OMPI_COMM_WORLD_RANK", "1", 1);
+  setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
+  setenv("OMPI_COMM_WORLD_LOCAL_RANK", "0", 1);
+  setenv("MASTER_ADDR", "ignored", 1);
+  setenv("UCCLZIP_MASTER_ADDR", "node7", 1);
+  setenv("UCCLZIP_MASTER_PORT", "6000", 1);
+  setenv("UCCLZIP_TOKEN", "abc", 1);
+  setenv("UCCLZIP_BOOTSTRAP_TIMEOUT", "5", 1);
+  absl::StatusOr<BootstrapConfig> config = BootstrapConfigFromEnvironment();
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->host, "node7");
+  EXPECT_EQ(config->port, 6000);
+  EXPECT_EQ(config->rank, 1);
+  EXPECT_EQ(config->world_size, 2);
+  EXPECT_EQ(config->local_rank, 0);
+  EXPECT_EQ(config->token, "abc");
+  EXPECT_EQ(config->timeout, absl::Seconds(5));
+}
+
+TEST_F(EnvironmentTest, MissingOrMalformedVariablesAreNamed) {
+  absl::Status missing = BootstrapConfigFromEnvironment().status();
+  EXPECT_EQ(missing.code(), absl::StatusCode::kNotFound);
+  EXPECT_NE(missing.message().find("UCCLZIP_RANK"), absl::string_view::npos) << missing;
+
+  setenv("RANK", "two", 1);
+  setenv("WORLD_SIZE", "4", 1);
+  absl::Status malformed = BootstrapConfigFromEnvironment().status();
+  EXPECT_EQ(malformed.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(malformed.message().find("RANK='two'"), absl::string_view::npos) << malformed;
+
+  setenv("RANK", "4", 1);
+  setenv("MASTER_ADDR", "h", 1);
+  setenv("MASTER_PORT", "70000", 1);
+  absl::Status port = BootstrapConfigFromEnvironment().status();
+  EXPECT_NE(port.message().find("MASTER_PORT='70000'"), absl::string_view::npos) << port;
+
+  setenv("MASTER_PORT", "7000", 1);
+  absl::Status rank = BootstrapConfigFromEnvironment().status();
+  EXPECT_NE(rank.message().find("rank 4 is not below the world size 4"), absl::string_view::npos) << rank;
+}
+
+TEST_F(EnvironmentTest, UniqueIdTravelsAsText) {
+  absl::StatusOr<UniqueId> id = GetUniqueId();
+  ASSERT_TRUE(id.ok()) << id.status();
+  std::string text = UniqueIdToString(*id);
+  setenv("UCCLZIP_UNIQUE_ID", text.c_str(), 1);
+  setenv("UCCLZIP_RANK", "1", 1);
+  setenv("UCCLZIP_WORLD_SIZE", "2", 1);
+  absl::StatusOr<BootstrapConfig> joiner = BootstrapConfigFromEnvironment();
+  ASSERT_TRUE(joiner.ok()) << joiner.status();
+  EXPECT_NE(joiner->port, 0);
+  EXPECT_EQ(joiner->token.size(), 32u);
+  EXPECT_EQ(joiner->listen_fd, -1);
+
+  absl::StatusOr<BootstrapConfig> root = BootstrapConfigFromUniqueId(*id, 0, 2);
+  ASSERT_TRUE(root.ok()) << root.status();
+  EXPECT_GE(root->listen_fd, 0);  // the socket GetUniqueId opened
+  EXPECT_EQ(root->token, joiner->token);
+  // The listening socket is handed out once.
+  EXPECT_EQ(BootstrapConfigFromUniqueId(*id, 0, 2).status().code(), absl::StatusCode::kFailedPrecondition);
+  close(root->listen_fd);
+}
+
+TEST_F(EnvironmentTest, MalformedUniqueIdsAreRejected) {
+  EXPECT_FALSE(UniqueIdFromString("abc").ok());
+  EXPECT_FALSE(UniqueIdFromString(std::string(256, 'z')).ok());
+  EXPECT_FALSE(UniqueIdFromString(std::string(256, '0')).ok());  // right shape, no magic
+  EXPECT_FALSE(BootstrapConfigFromUniqueId(UniqueId{}, 1, 2).ok());
+}
+
+}  // namespace
+}  // namespace ucclzip

@@ -1,0 +1,101 @@
+// The bootstrap between ranks that run as threads of this process (the sockets are real):
+// allgather, barrier, point-to-point with out-of-order tags, strangers, and failures that
+// must reach every rank.
+#include "transport/bootstrap.h"
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "transport/socket.h"
+
+namespace ucclzip::transport {
+namespace {
+
+// Runs `body(rank, config)` for every rank on its own thread; rank 0 gets a reserved port.
+void RunThreads(int world_size, const std::function<void(int, const BootstrapConfig&)>& body) {
+  absl::StatusOr<Socket> listener = ListenTcp("127.0.0.1", 0, 64);
+  ASSERT_TRUE(listener.ok()) << listener.status();
+  const uint16_t port = LocalPort(*listener).value();
+  std::vector<std::thread> threads;
+  for (int rank = 0; rank < world_size; ++rank) {
+    BootstrapConfig config;
+    config.port = port;
+    config.rank = rank;
+    config.world_size = world_size;
+    config.timeout = absl::Seconds(10);
+    config.token = "t";
+    if (rank == 0) config.listen_fd = dup(listener->fd());
+    threads.emplace_back(body, rank, config);
+  }
+  for (auto& thread : threads) thread.join();
+}
+
+TEST(Bootstrap, AllGatherBarrierAndPointToPointAmongFourRanks) {
+  RunThreads(4, [](int rank, const BootstrapConfig& config) {
+    absl::StatusOr<std::unique_ptr<Bootstrap>> bootstrap = Bootstrap::Create(config);
+    ASSERT_TRUE(bootstrap.ok()) << bootstrap.status();
+    Bootstrap& b = **bootstrap;
+    EXPECT_EQ(b.rank(), rank);
+    EXPECT_EQ(b.size(), 4);
+    const absl::Time deadline = absl::Now() + absl::Seconds(10);
+    // Rank 2 contributes nothing: empty contributions are legal.
+    absl::StatusOr<std::vector<std::string>> all = b.AllGather(rank == 2 ? "" : std::string(rank + 1, 'a' + rank), deadline);
+    ASSERT_TRUE(all.ok()) << all.status();
+    EXPECT_EQ(*all, (std::vector<std::string>{"a", "bb", "", "dddd"}));
+    // Each rank sends two tagged messages to the next; the next takes them in the other order.
+    const int next = (rank + 1) % 4, previous = (rank + 3) % 4;
+    ASSERT_TRUE(b.Send(next, 2, absl::StrCat("second from ", rank), deadline).ok());
+    ASSERT_TRUE(b.Send(next, 1, absl::StrCat("first from ", rank), deadline).ok());
+    EXPECT_EQ(b.Recv(previous, 1, deadline).value_or("error"), absl::StrCat("first from ", previous));
+    EXPECT_EQ(b.Recv(previous, 2, deadline).value_or("error"), absl::StrCat("second from ", previous));
+    EXPECT_TRUE(b.Barrier(deadline).ok());
+    EXPECT_EQ(b.Send(next, uint64_t{1} << 63, "x", deadline).code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(b.Send(rank, 1, "x", deadline).code(), absl::StatusCode::kInvalidArgument);
+  });
+}
+
+TEST(Bootstrap, StrangerIsRefusedAndTheRendezvousGoesOn) {
+  RunThreads(2, [](int rank, BootstrapConfig config) {
+    if (rank == 1) {
+      absl::StatusOr<Socket> stranger = ConnectWithRetry("127.0.0.1", config.port, absl::Now() + absl::Seconds(5));
+      ASSERT_TRUE(stranger.ok()) << stranger.status();
+      std::string request = "GET / HTTP/1.0\r\n\r\n";
+      ASSERT_TRUE(SendAll(*stranger, request.data(), request.size(), absl::Now() + absl::Seconds(5)).ok());
+    }
+    absl::StatusOr<std::unique_ptr<Bootstrap>> bootstrap = Bootstrap::Create(config);
+    ASSERT_TRUE(bootstrap.ok()) << bootstrap.status();
+    EXPECT_TRUE((*bootstrap)->Barrier(absl::Now() + absl::Seconds(5)).ok());
+  });
+}
+
+TEST(Bootstrap, FailedAllGatherReachesEveryRankFast) {
+  RunThreads(3, [](int rank, const BootstrapConfig& config) {
+    absl::StatusOr<std::unique_ptr<Bootstrap>> bootstrap = Bootstrap::Create(config);
+    ASSERT_TRUE(bootstrap.ok()) << bootstrap.status();
+    if (rank == 2) return;  // leaves: its connections close
+    const absl::Time start = absl::Now();
+    absl::Status status = (*bootstrap)->AllGather("x", absl::Now() + absl::Seconds(10)).status();
+    EXPECT_FALSE(status.ok());
+    EXPECT_NE(status.message().find("rank 2 did not contribute"), absl::string_view::npos) << status;
+    EXPECT_LT(absl::Now() - start, absl::Seconds(2)) << "rank " << rank << " waited for the deadline";
+  });
+}
+
+TEST(Bootstrap, BadConfigurationsAreRejectedUpFront) {
+  BootstrapConfig config;
+  config.world_size = 2;
+  config.rank = 2;
+  config.port = 1;
+  EXPECT_EQ(Bootstrap::Create(config).status().code(), absl::StatusCode::kInvalidArgument);
+  config.rank = 1;
+  config.port = 0;
+  EXPECT_NE(Bootstrap::Create(config).status().message().find("no port"), absl::string_view::npos);
+  config.world_size = 0;
+  EXPECT_EQ(Bootstrap::Create(config).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace ucclzip::transport

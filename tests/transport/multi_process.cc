@@ -1,0 +1,160 @@
+#include "transport/multi_process.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "transport/socket.h"
+
+namespace ucclzip::testing {
+namespace {
+
+constexpr char kRankVar[] = "UCCLZIP_TEST_CHILD_RANK";
+constexpr char kWorldVar[] = "UCCLZIP_TEST_CHILD_WORLD";
+constexpr char kPortVar[] = "UCCLZIP_TEST_CHILD_PORT";
+constexpr char kListenFdVar[] = "UCCLZIP_TEST_CHILD_LISTEN_FD";
+constexpr char kTimeoutVar[] = "UCCLZIP_TEST_CHILD_BOOTSTRAP_MS";
+
+int IntFromEnv(const char* name, int fallback) {
+  const char* text = std::getenv(name);
+  int value = fallback;
+  if (text == nullptr || !absl::SimpleAtoi(text, &value)) return fallback;
+  return value;
+}
+
+[[noreturn]] void RunChild(const RankBody& body) {
+  RankContext context;
+  context.rank = IntFromEnv(kRankVar, -1);
+  context.world_size = IntFromEnv(kWorldVar, 0);
+  context.bootstrap.host = "127.0.0.1";
+  context.bootstrap.port = static_cast<uint16_t>(IntFromEnv(kPortVar, 0));
+  context.bootstrap.rank = context.rank;
+  context.bootstrap.world_size = context.world_size;
+  context.bootstrap.timeout = absl::Milliseconds(IntFromEnv(kTimeoutVar, 30'000));
+  context.bootstrap.listen_fd = IntFromEnv(kListenFdVar, -1);
+  absl::Status status = body(context);
+  std::fprintf(stderr, "rank %d: %s\n", context.rank, status.ToString().c_str());
+  std::fflush(stdout);
+  std::fflush(stderr);
+  std::_Exit(status.ok() ? 0 : 1);
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+std::string CurrentTestFilter() {
+  const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  return absl::StrCat("--gtest_filter=", info->test_suite_name(), ".", info->name());
+}
+
+}  // namespace
+
+std::vector<RankOutcome> RunRanks(const LaunchOptions& options, const RankBody& body) {
+  if (std::getenv(kRankVar) != nullptr) RunChild(body);
+
+  absl::StatusOr<transport::Socket> listener = transport::ListenTcp("127.0.0.1", 0, 1024);
+  if (!listener.ok()) {
+    ADD_FAILURE() << "cannot reserve a bootstrap port: " << listener.status();
+    return {};
+  }
+  const uint16_t port = transport::LocalPort(*listener).value_or(0);
+  const std::string filter = CurrentTestFilter();
+  char self[4096] = {};
+  ssize_t self_length = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (self_length <= 0) {
+    ADD_FAILURE() << "cannot find the test binary";
+    return {};
+  }
+
+  std::vector<RankOutcome> outcomes;
+  std::vector<pid_t> pids;
+  std::vector<std::string> logs;
+  for (int rank = 0; rank < options.world_size; ++rank) {
+    if (std::count(options.absent_ranks.begin(), options.absent_ranks.end(), rank)) continue;
+    std::string log = absl::StrCat(::testing::TempDir(), "ucclzip_rank_", getpid(), "_", rank, ".log");
+    pid_t pid = fork();
+    if (pid == 0) {
+      int out = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+      dup2(out, STDOUT_FILENO);
+      dup2(out, STDERR_FILENO);
+      setenv(kRankVar, absl::StrCat(rank).c_str(), 1);
+      setenv(kWorldVar, absl::StrCat(options.world_size).c_str(), 1);
+      setenv(kPortVar, absl::StrCat(port).c_str(), 1);
+      setenv(kTimeoutVar, absl::StrCat(absl::ToInt64Milliseconds(options.bootstrap_timeout)).c_str(), 1);
+      if (rank == 0) {
+        // Only rank 0 inherits the listening socket: had the others kept it, connections would
+        // still be queued on it after rank 0 died.
+        fcntl(listener->fd(), F_SETFD, 0);
+        setenv(kListenFdVar, absl::StrCat(listener->fd()).c_str(), 1);
+      }
+      std::string filter_copy = filter;
+      char* argv[] = {self, filter_copy.data(), nullptr};
+      execv(self, argv);
+      std::_Exit(127);
+    }
+    outcomes.push_back(RankOutcome{rank});
+    pids.push_back(pid);
+    logs.push_back(log);
+  }
+  listener->Close();
+
+  const absl::Time kill_at = absl::Now() + options.kill_after;
+  size_t running = pids.size();
+  std::vector<bool> reaped(pids.size(), false);
+  bool killed = false;
+  while (running > 0) {
+    for (size_t i = 0; i < pids.size(); ++i) {
+      if (reaped[i]) continue;
+      int status = 0;
+      if (waitpid(pids[i], &status, WNOHANG) != pids[i]) continue;
+      reaped[i] = true;
+      --running;
+      outcomes[i].exited = WIFEXITED(status);
+      outcomes[i].exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+      outcomes[i].signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    }
+    if (running > 0 && !killed && absl::Now() > kill_at) {
+      killed = true;
+      for (size_t i = 0; i < pids.size(); ++i) {
+        if (!reaped[i]) kill(pids[i], SIGKILL);
+      }
+      ADD_FAILURE() << "ranks still running after " << options.kill_after << "; killed";
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  for (size_t i = 0; i < pids.size(); ++i) {
+    outcomes[i].output = ReadFile(logs[i]);
+    std::remove(logs[i].c_str());
+  }
+  return outcomes;
+}
+
+void ExpectRanksSucceeded(const std::vector<RankOutcome>& outcomes, const std::vector<int>& killed) {
+  for (const RankOutcome& outcome : outcomes) {
+    bool expect_killed = std::count(killed.begin(), killed.end(), outcome.rank) > 0;
+    if (expect_killed) {
+      EXPECT_FALSE(outcome.exited) << "rank " << outcome.rank << " should have been killed; output:\n" << outcome.output;
+    } else {
+      EXPECT_TRUE(outcome.exited && outcome.exit_code == 0)
+          << "rank " << outcome.rank << " failed (exit " << outcome.exit_code << ", signal " << outcome.signal
+          << "); output:\n" << outcome.output;
+    }
+  }
+}
+
+}  // namespace ucclzip::testing

@@ -1,0 +1,69 @@
+// Device buffers between processes: through the staged path with a host-only UCX, or directly
+// with a CUDA-enabled one. Skipped where there is no GPU.
+#include <cuda_runtime_api.h>
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
+#include "common/gpu_test.h"
+#include "transport/rank_helpers.h"
+
+namespace ucclzip::testing {
+namespace {
+
+using transport::MemoryType;
+using transport::OpTag;
+
+absl::Status Cuda(cudaError_t error, absl::string_view what) {
+  if (error == cudaSuccess) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat(what, ": ", cudaGetErrorString(error)));
+}
+
+class DeviceBuffers : public ::testing::TestWithParam<std::string> {};
+
+// Both ranks send to each other from device memory into device memory, in sizes that cross the
+// block and staging-pool boundaries; every byte is checked on the host afterwards.
+TEST_P(DeviceBuffers, ArriveIntactThroughStagingOrDirectly) {
+  UCCLZIP_SKIP_WITHOUT_GPU();
+  const std::string tls = GetParam();
+  auto outcomes = RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
+    transport::TransportOptions options;
+    options.ucx_transports = tls;
+    options.block_bytes = size_t{1} << 20;
+    options.staging_pool_bytes = size_t{8} << 20;
+    if (absl::Status s = Cuda(cudaSetDevice(0), "cudaSetDevice"); !s.ok()) return s;
+    auto communicator = CreateCommunicator(context, options);
+    if (!communicator.ok()) return communicator.status();
+    transport::Transport& transport = TransportOf(**communicator);
+    const int peer = 1 - context.rank;
+    for (size_t bytes : {size_t{1}, size_t{4096}, (size_t{1} << 20) + 3, size_t{64} << 20}) {
+      std::vector<uint8_t> host_out(bytes), host_in(bytes);
+      FillPattern(host_out.data(), bytes, SeedOf(context.rank, peer, bytes));
+      void* device_out = nullptr;
+      void* device_in = nullptr;
+      if (absl::Status s = Cuda(cudaMalloc(&device_out, bytes), "cudaMalloc"); !s.ok()) return s;
+      if (absl::Status s = Cuda(cudaMalloc(&device_in, bytes), "cudaMalloc"); !s.ok()) return s;
+      absl::Status status = Cuda(cudaMemcpy(device_out, host_out.data(), bytes, cudaMemcpyHostToDevice), "upload");
+      status.Update(Cuda(cudaMemset(device_in, 0, bytes), "cudaMemset"));
+      if (status.ok()) {
+        auto recv = transport.Recv(peer, device_in, bytes, MemoryType::kDevice, OpTag{1, 0});
+        auto send = transport.Send(peer, device_out, bytes, MemoryType::kDevice, OpTag{1, 0});
+        status = WaitAll({recv, send}, absl::Now() + absl::Seconds(60));
+      }
+      if (status.ok()) status = Cuda(cudaMemcpy(host_in.data(), device_in, bytes, cudaMemcpyDeviceToHost), "download");
+      cudaFree(device_out);
+      cudaFree(device_in);
+      if (!status.ok()) return status;
+      auto what = absl::StrCat("rank ", context.rank, ": ", bytes, " device bytes from rank ", peer,
+                               transport.device_memory_direct() ? " (direct)" : " (staged)");
+      if (absl::Status s = VerifyPattern(host_in.data(), bytes, SeedOf(peer, context.rank, bytes), what); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  });
+  ExpectRanksSucceeded(outcomes);
+}
+
+INSTANTIATE_TEST_SUITE_P(, DeviceBuffers, ::testing::Values("tcp", "posix,sysv"),
+                         [](const auto& info) { return info.param == "tcp" ? std::string("tcp") : std::string("shm"); });
+
+}  // namespace
+}  // namespace ucclzip::testing

@@ -1,0 +1,345 @@
+// Faults between real processes: a peer killed mid-transfer, a stalled peer, an abort, a size
+// mismatch, bad posts, and communicators that cannot form (a rank that never arrives, a wrong
+// token, a wrong world size, a port already taken). Each must give the right error, naming
+// the peer, within its deadline.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "transport/rank_helpers.h"
+#include "transport/socket.h"
+
+namespace ucclzip::testing {
+namespace {
+
+using transport::MemoryType;
+using transport::OpTag;
+using transport::TransportOptions;
+
+TransportOptions ShortTimeouts(const std::string& tls) {
+  TransportOptions options;
+  options.ucx_transports = tls;
+  options.op_timeout = absl::Seconds(3);
+  options.shutdown_timeout = absl::Seconds(3);
+  options.block_bytes = size_t{1} << 20;
+  return options;
+}
+
+// Fails unless `elapsed` is at most `limit`.
+absl::Status WithinLimit(absl::Duration elapsed, absl::Duration limit, absl::string_view what) {
+  if (elapsed <= limit) return absl::OkStatus();
+  return absl::DeadlineExceededError(absl::StrCat(what, " took ", absl::FormatDuration(elapsed), ", limit ",
+                                                  absl::FormatDuration(limit)));
+}
+
+class TransportFaults : public ::testing::TestWithParam<std::string> {};
+
+// Rank 2 dies while ranks 0 and 1 have a large send and a receive pending with it. Both
+// survivors' operations fail naming peer 2 within the timeout, and they still talk to each other.
+TEST_P(TransportFaults, PeerKilledMidTransferFailsPendingOpsOnSurvivors) {
+  const std::string tls = GetParam();
+  auto outcomes = RunRanks({.world_size = 3}, [&](const RankContext& context) -> absl::Status {
+    const TransportOptions options = ShortTimeouts(tls);
+    auto communicator = CreateCommunicator(context, options);
+    if (!communicator.ok()) return communicator.status();
+    transport::Transport& transport = TransportOf(**communicator);
+    const size_t big = size_t{64} << 20;
+    std::vector<uint8_t> buffer(big, 1), small(4096);
+    if (context.rank == 2) {
+      // Dies while rank 0's message is on its way: its blocks are announced here but not taken.
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      kill(getpid(), SIGKILL);
+    }
+    const absl::Time start = absl::Now();
+    std::shared_ptr<transport::Request> pending[2] = {
+        context.rank == 0 ? transport.Send(2, buffer.data(), big, MemoryType::kHost, OpTag{1, 0})
+                          : transport.Send(2, small.data(), small.size(), MemoryType::kHost, OpTag{1, 0}),
+        transport.Recv(2, small.data(), small.size(), MemoryType::kHost, OpTag{2, 0})};
+    for (auto& request : pending) {
+      absl::Status status = request->Wait(absl::Now() + absl::Seconds(30));
+      if (status.ok()) {
+        // A small eager send may complete before the peer dies; the receive never can.
+        if (request == pending[0] && context.rank == 1) continue;
+        return absl::InternalError(absl::StrCat("rank ", context.rank, ": an operation with the dead peer succeeded"));
+      }
+      if (absl::Status s = ExpectFailure(status, {absl::StrCat("rank ", context.rank), "peer 2 failed"},
+                                         "pending operation with the killed rank");
+          !s.ok()) {
+        return s;
+      }
+    }
+    if (absl::Status s = WithinLimit(absl::Now() - start, options.op_timeout + absl::Seconds(2), "failing the ops");
+        !s.ok()) {
+      return s;
+    }
+    // The survivors still work with each other.
+    const int other = 1 - context.rank;
+    std::vector<uint8_t> out(100'000), in(100'000);
+    FillPattern(out.data(), out.size(), context.rank);
+    auto recv = transport.Recv(other, in.data(), in.size(), MemoryType::kHost, OpTag{3, 0});
+    auto send = transport.Send(other, out.data(), out.size(), MemoryType::kHost, OpTag{3, 0});
+    if (absl::Status s = WaitAll({recv, send}, absl::Now() + absl::Seconds(20)); !s.ok()) return s;
+    if (absl::Status s = VerifyPattern(in.data(), in.size(), other, "survivors' exchange"); !s.ok()) return s;
+    // Destroying the communicator with a dead member must not hang either.
+    const absl::Time destroy_start = absl::Now();
+    communicator->reset();
+    return WithinLimit(absl::Now() - destroy_start, options.shutdown_timeout + absl::Seconds(2), "destruction");
+  });
+  ExpectRanksSucceeded(outcomes, /*killed=*/{2});
+}
+
+// A peer that is alive but never receives: the send fails after the op timeout, naming it.
+TEST_P(TransportFaults, StalledPeerFailsTheOperationAfterTheTimeout) {
+  const std::string tls = GetParam();
+  auto outcomes = RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
+    const TransportOptions options = ShortTimeouts(tls);
+    auto communicator = CreateCommunicator(context, options);
+    if (!communicator.ok()) return communicator.status();
+    transport::Transport& transport = TransportOf(**communicator);
+    transport::Bootstrap& bootstrap = internal::CommunicatorAccess::BootstrapOf(**communicator);
+    std::vector<uint8_t> buffer(size_t{8} << 20, 3);
+    if (context.rank == 0) {
+      const absl::Time start = absl::Now();
+      absl::Status status = transport.Send(1, buffer.data(), buffer.size(), MemoryType::kHost, OpTag{4, 2})
+                                ->Wait(absl::Now() + absl::Seconds(30));
+      absl::Duration elapsed = absl::Now() - start;
+      if (absl::Status s = ExpectError(status, absl::StatusCode::kDeadlineExceeded,
+                                       {"rank 0: send to peer 1", "8388608 bytes", "peer 1 failed", "no progress"},
+                                       "send to a stalled peer");
+          !s.ok()) {
+        return s;
+      }
+      if (elapsed < options.op_timeout) return absl::InternalError("the send failed before the timeout");
+      if (absl::Status s = WithinLimit(elapsed, options.op_timeout + absl::Seconds(2), "the timeout"); !s.ok()) return s;
+      // A later operation with the failed peer fails at once.
+      auto later = transport.Send(1, buffer.data(), 10, MemoryType::kHost, OpTag{5, 0});
+      if (absl::Status s = ExpectError(later->Wait(absl::Now() + absl::Seconds(1)), absl::StatusCode::kDeadlineExceeded,
+                                       {"peer 1 failed"}, "send to a failed peer");
+          !s.ok()) {
+        return s;
+      }
+    }
+    // Rank 1 stays alive (and silent) until rank 0 is done.
+    return bootstrap.Barrier(absl::Now() + absl::Seconds(30));
+  });
+  ExpectRanksSucceeded(outcomes);
+}
+
+INSTANTIATE_TEST_SUITE_P(, TransportFaults, ::testing::Values("tcp", "posix,sysv"),
+                         [](const auto& info) { return info.param == "tcp" ? std::string("tcp") : std::string("shm"); });
+
+// Abort fails the aborting rank's pending operations at once, and the peer's within the timeout.
+TEST(TransportFaultsTcp, AbortFailsPendingOperationsOnBothSides) {
+  auto outcomes = RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
+    const TransportOptions options = ShortTimeouts("tcp");
+    auto communicator = CreateCommunicator(context, options);
+    if (!communicator.ok()) return communicator.status();
+    transport::Transport& transport = TransportOf(**communicator);
+    std::vector<uint8_t> buffer(1000);
+    const int peer = 1 - context.rank;
+    auto pending = transport.Recv(peer, buffer.data(), buffer.size(), MemoryType::kHost, OpTag{1, 0});
+    const absl::Time start = absl::Now();
+    if (context.rank == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));  // let rank 1 post its receive first
+      (*communicator)->Abort();
+      if (absl::Status s = ExpectError(pending->Wait(absl::Now() + absl::Seconds(5)), absl::StatusCode::kAborted,
+                                       {"rank 0: recv from peer 1", "rank 0 called Abort"}, "aborted receive");
+          !s.ok()) {
+        return s;
+      }
+      auto after = transport.Send(1, buffer.data(), buffer.size(), MemoryType::kHost, OpTag{2, 0});
+      return ExpectError(after->Wait(absl::Now() + absl::Seconds(1)), absl::StatusCode::kAborted, {"aborted"},
+                         "send after Abort");
+    }
+    absl::Status status = pending->Wait(absl::Now() + absl::Seconds(30));
+    if (status.ok()) return absl::InternalError("rank 1: receive from the aborted rank succeeded");
+    if (absl::Status s = ExpectFailure(status, {"rank 1: recv from peer 0", "peer 0 failed"}, "receive from the aborted rank");
+        !s.ok()) {
+      return s;
+    }
+    return WithinLimit(absl::Now() - start, options.op_timeout + absl::Seconds(2), "noticing the abort");
+  });
+  ExpectRanksSucceeded(outcomes);
+}
+
+// A receive that expects another size than was sent fails with both sizes, and never writes
+// past its buffer.
+TEST(TransportFaultsTcp, SizeMismatchIsAnErrorNotATruncation) {
+  auto outcomes = RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
+    const TransportOptions options = ShortTimeouts("tcp");
+    auto communicator = CreateCommunicator(context, options);
+    if (!communicator.ok()) return communicator.status();
+    transport::Transport& transport = TransportOf(**communicator);
+    const size_t mb = size_t{1} << 20;
+    // (sent, expected): longer in one block, shorter in one block, fewer blocks than expected.
+    const std::pair<size_t, size_t> cases[] = {{1001, 1000}, {999, 1000}, {mb + mb / 2, 3 * mb}};
+    for (uint32_t i = 0; i < 3; ++i) {
+      auto [sent, expected] = cases[i];
+      if (context.rank == 0) {
+        std::vector<uint8_t> out(sent, 7);
+        // The receiver refuses part of it; the send's own outcome does not matter here.
+        transport.Send(1, out.data(), sent, MemoryType::kHost, OpTag{i, 0})->Wait(absl::Now() + absl::Seconds(1)).IgnoreError();
+        continue;
+      }
+      std::vector<uint8_t> in(expected + 64, 0);
+      absl::Status status = transport.Recv(0, in.data(), expected, MemoryType::kHost, OpTag{i, 0})
+                                ->Wait(absl::Now() + absl::Seconds(2));
+      if (absl::Status s = ExpectError(status, absl::StatusCode::kInvalidArgument,
+                                       {"rank 1: recv from peer 0", absl::StrCat(expected, " bytes"), "size mismatch"},
+                                       absl::StrCat("receiving ", expected, " of ", sent, " bytes"));
+          !s.ok()) {
+        return s;
+      }
+      for (size_t b = expected; b < in.size(); ++b) {
+        if (in[b] != 0) return absl::DataLossError(absl::StrCat("byte ", b, " past the receive buffer was written"));
+      }
+    }
+    return internal::CommunicatorAccess::BootstrapOf(**communicator).Barrier(absl::Now() + absl::Seconds(20));
+  });
+  ExpectRanksSucceeded(outcomes);
+}
+
+// Posts that cannot be right fail at once, saying why.
+TEST(TransportFaultsTcp, InvalidPostsFailImmediately) {
+  auto outcomes = RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
+    auto communicator = CreateCommunicator(context, ShortTimeouts("tcp"));
+    if (!communicator.ok()) return communicator.status();
+    transport::Transport& transport = TransportOf(**communicator);
+    std::vector<uint8_t> buffer(64);
+    const int peer = 1 - context.rank;
+    struct Case {
+      std::shared_ptr<transport::Request> request;
+      absl::StatusCode code;
+      std::string mentions;
+    } cases[] = {
+        {transport.Send(context.rank, buffer.data(), 64, MemoryType::kHost, {}), absl::StatusCode::kInvalidArgument, "invalid peer"},
+        {transport.Send(5, buffer.data(), 64, MemoryType::kHost, {}), absl::StatusCode::kInvalidArgument, "peer 5"},
+        {transport.Recv(peer, nullptr, 64, MemoryType::kHost, {}), absl::StatusCode::kInvalidArgument, "null buffer"},
+        {transport.Send(peer, buffer.data(), 64, MemoryType::kHost, OpTag{transport::kMaxSequence + 1, 0}),
+         absl::StatusCode::kInvalidArgument, "tag out of range"},
+        {transport.Send(peer, buffer.data(), 64, MemoryType::kHost, OpTag{0, transport::kMaxStream + 1}),
+         absl::StatusCode::kInvalidArgument, "tag out of range"},
+        {transport.Send(peer, buffer.data(), size_t{1} << 40, MemoryType::kHost, {}), absl::StatusCode::kInvalidArgument,
+         "blocks of"},
+    };
+    for (Case& c : cases) {
+      if (!c.request->Test()) return absl::InternalError(absl::StrCat("a bad post (", c.mentions, ") did not fail at once"));
+      if (absl::Status s = ExpectError(c.request->Wait(absl::Now()), c.code, {absl::StrCat("rank ", context.rank), c.mentions},
+                                       "bad post");
+          !s.ok()) {
+        return s;
+      }
+    }
+    if (transport::CudaDeviceCount() == 0) {
+      auto device = transport.Send(peer, buffer.data(), 64, MemoryType::kDevice, {});
+      if (absl::Status s = ExpectError(device->Wait(absl::Now()), absl::StatusCode::kFailedPrecondition,
+                                       {"no usable CUDA device"}, "device post without a GPU");
+          !s.ok()) {
+        return s;
+      }
+    }
+    return absl::OkStatus();
+  });
+  ExpectRanksSucceeded(outcomes);
+}
+
+// --- Communicators that cannot form --------------------------------------------------------
+
+CommunicatorConfig ConfigOf(const RankContext& context) {
+  CommunicatorConfig config;
+  config.bootstrap = context.bootstrap;
+  config.options.ucx_transports = "tcp";
+  return config;
+}
+
+TEST(CommunicatorCreation, RankThatNeverArrivesIsNamed) {
+  auto outcomes = RunRanks({.world_size = 3, .absent_ranks = {2}, .bootstrap_timeout = absl::Seconds(2)},
+                           [&](const RankContext& context) -> absl::Status {
+                             const absl::Time start = absl::Now();
+                             auto communicator = Communicator::Create(ConfigOf(context));
+                             if (absl::Status s = ExpectError(communicator.status(), absl::StatusCode::kDeadlineExceeded,
+                                                              {"rank 2", "never arrived"}, "rendezvous without rank 2");
+                                 !s.ok()) {
+                               return s;
+                             }
+                             return WithinLimit(absl::Now() - start, absl::Seconds(4), "the rendezvous timeout");
+                           });
+  ExpectRanksSucceeded(outcomes);
+}
+
+TEST(CommunicatorCreation, RootThatNeverArrivesIsNamed) {
+  auto outcomes = RunRanks({.world_size = 2, .absent_ranks = {0}, .bootstrap_timeout = absl::Seconds(2)},
+                           [&](const RankContext& context) -> absl::Status {
+                             const absl::Time start = absl::Now();
+                             auto communicator = Communicator::Create(ConfigOf(context));
+                             if (absl::Status s = ExpectError(communicator.status(), absl::StatusCode::kDeadlineExceeded,
+                                                              {"rank 1", "rank 0 never arrived", "127.0.0.1"},
+                                                              "rendezvous without rank 0");
+                                 !s.ok()) {
+                               return s;
+                             }
+                             return WithinLimit(absl::Now() - start, absl::Seconds(4), "the connect deadline");
+                           });
+  ExpectRanksSucceeded(outcomes);
+}
+
+TEST(CommunicatorCreation, WrongTokenIsRefused) {
+  auto outcomes = RunRanks({.world_size = 2, .bootstrap_timeout = absl::Seconds(3)},
+                           [&](const RankContext& context) -> absl::Status {
+                             CommunicatorConfig config = ConfigOf(context);
+                             config.bootstrap.token = context.rank == 0 ? "job-42" : "job-41";
+                             const absl::Time start = absl::Now();
+                             auto communicator = Communicator::Create(config);
+                             if (context.rank == 1) {
+                               if (absl::Status s = ExpectError(communicator.status(), absl::StatusCode::kPermissionDenied,
+                                                                {"rank 1", "refused", "wrong token"}, "joining with a wrong token");
+                                   !s.ok()) {
+                                 return s;
+                               }
+                               return WithinLimit(absl::Now() - start, absl::Seconds(1), "the refusal");
+                             }
+                             return ExpectError(communicator.status(), absl::StatusCode::kDeadlineExceeded,
+                                                {"rank 1", "never arrived", "wrong token"}, "rank 0 with an impostor");
+                           });
+  ExpectRanksSucceeded(outcomes);
+}
+
+TEST(CommunicatorCreation, WrongWorldSizeIsRefused) {
+  auto outcomes = RunRanks({.world_size = 2, .bootstrap_timeout = absl::Seconds(3)},
+                           [&](const RankContext& context) -> absl::Status {
+                             CommunicatorConfig config = ConfigOf(context);
+                             if (context.rank == 1) config.bootstrap.world_size = 3;
+                             auto communicator = Communicator::Create(config);
+                             if (context.rank == 1) {
+                               return ExpectError(communicator.status(), absl::StatusCode::kFailedPrecondition,
+                                                  {"rank 1", "world size mismatch", "says 3", "says 2"},
+                                                  "joining with a wrong world size");
+                             }
+                             return ExpectError(communicator.status(), absl::StatusCode::kDeadlineExceeded,
+                                                {"rank 1", "never arrived", "world size mismatch"}, "rank 0");
+                           });
+  ExpectRanksSucceeded(outcomes);
+}
+
+TEST(CommunicatorCreation, PortAlreadyTakenIsAnError) {
+  absl::StatusOr<transport::Socket> squatter = transport::ListenTcp("127.0.0.1", 0, 4);
+  ASSERT_TRUE(squatter.ok()) << squatter.status();
+  CommunicatorConfig config;
+  config.bootstrap.port = transport::LocalPort(*squatter).value();
+  config.bootstrap.rank = 0;
+  config.bootstrap.world_size = 2;
+  config.bootstrap.timeout = absl::Seconds(5);
+  const absl::Time start = absl::Now();
+  auto communicator = Communicator::Create(config);
+  EXPECT_EQ(communicator.status().code(), absl::StatusCode::kAlreadyExists) << communicator.status();
+  EXPECT_THAT(std::string(communicator.status().message()),
+              ::testing::HasSubstr(absl::StrCat("rank 0: bootstrap: cannot listen on 127.0.0.1:", config.bootstrap.port)));
+  EXPECT_LT(absl::Now() - start, absl::Seconds(1));
+}
+
+}  // namespace
+}  // namespace ucclzip::testing
