@@ -58,8 +58,10 @@ class Transport {
   const TransportOptions& options() const { return options_; }
 
   // Posts a message of exactly `bytes` bytes; the receiver must post the same size and tag.
-  // `type` must match what the pointer is; the buffer must stay valid and, for device memory,
-  // its contents ready, until the request completes.
+  // `type` must match what the pointer is; the buffer must stay valid until the request
+  // completes. Device buffers are taken as they are at posting, with no stream ordering: every
+  // kernel or copy that writes a send buffer, or still touches a receive buffer, must have
+  // completed (the pipeline orders this against the caller's stream with events).
   std::shared_ptr<Request> Send(int peer, const void* data, size_t bytes, MemoryType type, OpTag tag,
                                 CompletionCallback on_complete = {});
   std::shared_ptr<Request> Recv(int peer, void* data, size_t bytes, MemoryType type, OpTag tag,

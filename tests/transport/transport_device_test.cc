@@ -44,6 +44,9 @@ TEST_P(DeviceBuffers, ArriveIntactThroughStagingOrDirectly) {
       if (absl::Status s = Cuda(cudaMalloc(&device_in, bytes), "cudaMalloc"); !s.ok()) return s;
       absl::Status status = Cuda(cudaMemcpy(device_out, host_out.data(), bytes, cudaMemcpyHostToDevice), "upload");
       status.Update(Cuda(cudaMemset(device_in, 0, bytes), "cudaMemset"));
+      // The transport takes buffers as they are when posted (it has no stream to order
+      // against): the upload's DMA and the memset must be complete first.
+      status.Update(Cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize"));
       if (status.ok()) {
         auto recv = transport.Recv(peer, device_in, bytes, MemoryType::kDevice, OpTag{1, 0});
         auto send = transport.Send(peer, device_out, bytes, MemoryType::kDevice, OpTag{1, 0});
