@@ -2,6 +2,7 @@
 // any thread may test or wait on it.
 #pragma once
 
+#include <atomic>
 #include <functional>
 #include <memory>
 
@@ -18,7 +19,9 @@ using CompletionCallback = std::function<void(const absl::Status&)>;
 
 class Request {
  public:
-  explicit Request(CompletionCallback on_complete = {}) : on_complete_(std::move(on_complete)) {}
+  // `wait_spin`: how long Wait busy-polls before it sleeps (CommunicatorOptions::wait_spin).
+  explicit Request(CompletionCallback on_complete = {}, absl::Duration wait_spin = absl::ZeroDuration())
+      : on_complete_(std::move(on_complete)), wait_spin_(wait_spin) {}
 
   // True once the operation has completed, successfully or not.
   bool Test() const;
@@ -31,6 +34,8 @@ class Request {
 
  private:
   CompletionCallback on_complete_;
+  const absl::Duration wait_spin_;
+  std::atomic<bool> done_polled_{false};  // done_, readable without the mutex
   mutable absl::Mutex mutex_;
   bool done_ ABSL_GUARDED_BY(mutex_) = false;
   absl::Status status_ ABSL_GUARDED_BY(mutex_);

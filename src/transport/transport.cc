@@ -8,6 +8,7 @@
 
 #include <cstdlib>
 #include <random>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -97,7 +98,13 @@ absl::StatusOr<std::unique_ptr<Transport>> Transport::Create(Bootstrap& bootstra
 
 Transport::Transport(int rank, int size, const TransportOptions& options, std::unique_ptr<UcxContext> context,
                      uint8_t communicator_id)
-    : rank_(rank), size_(size), options_(options), context_(std::move(context)), communicator_id_(communicator_id),
+    : rank_(rank),
+      size_(size),
+      options_(options),
+      wait_spin_(options.wait_spin.value_or(std::thread::hardware_concurrency() >= 8 ? absl::Microseconds(50)
+                                                                                      : absl::ZeroDuration())),
+      context_(std::move(context)),
+      communicator_id_(communicator_id),
       peers_(size) {
   for (int r = 0; r < size; ++r) {
     peers_[r].owner = this;
@@ -174,7 +181,7 @@ absl::Status Transport::Validate(Op& op, MemoryType type) const {
 
 std::shared_ptr<Request> Transport::Post(OpKind kind, int peer, uint8_t* data, size_t bytes, MemoryType type,
                                          OpTag tag, CompletionCallback on_complete) {
-  auto request = std::make_shared<Request>(std::move(on_complete));
+  auto request = std::make_shared<Request>(std::move(on_complete), wait_spin_);
   auto op = std::make_unique<Op>();
   op->kind = kind;
   op->rank = rank_;

@@ -129,6 +129,7 @@ class Transport {
   const int rank_;
   const int size_;
   const TransportOptions options_;
+  const absl::Duration wait_spin_;  // options_.wait_spin, resolved for this machine
   std::unique_ptr<UcxContext> context_;
   const uint8_t communicator_id_;
   std::vector<Peer> peers_;
