@@ -28,6 +28,8 @@ ABSL_FLAG(ucclzip::bench::ByteSize, max_bytes, ucclzip::bench::ByteSize{64 << 20
 ABSL_FLAG(std::string, tls, "", "UCX transports (UCX_TLS syntax, e.g. tcp or posix,sysv); empty: UCX's choice");
 ABSL_FLAG(std::string, pattern, "shift", "shift (every rank to rank+1) | oneway (rank 0 to rank 1)");
 ABSL_FLAG(int, latency_iters, 2000, "round trips for the 8-byte latency (0 skips it)");
+ABSL_FLAG(ucclzip::bench::ByteSize, block_bytes, ucclzip::bench::ByteSize{0},
+          "transport block size (K/M/G); 0 keeps the communicator's default");
 
 namespace ucclzip::bench {
 namespace {
@@ -192,6 +194,7 @@ absl::Status RunRank() {
 
   transport::TransportOptions options;
   options.ucx_transports = absl::GetFlag(FLAGS_tls);
+  if (absl::GetFlag(FLAGS_block_bytes).bytes != 0) options.block_bytes = absl::GetFlag(FLAGS_block_bytes).bytes;
   auto communicator = internal::CommunicatorAccess::Create(*bootstrap_config, options);
   if (!communicator.ok()) return communicator.status();
   Transport& transport = internal::CommunicatorAccess::TransportOf(**communicator);

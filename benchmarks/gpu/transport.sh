@@ -6,6 +6,7 @@
 #   BUILD            build folder (default: build)
 #   TRANSPORT_MEMORY memories to run ucclzip-bench with (default: "host device"; "host" without a GPU)
 #   PERFTEST_ITERS   ucx_perftest iterations for bandwidth (default 1000) and 20x that for latency
+#   TRANSPORT_BLOCKS transport block sizes to run ucclzip-bench with (default "4M")
 set -euo pipefail
 bench="${BUILD:-build}/benchmarks/ucclzip-bench"
 OUT=${OUT:?set OUT to the folder for the logs}
@@ -41,10 +42,12 @@ for name in tcp shm; do
   lat=$(perftest "$name" "$tls" tag_lat 8 $((iters * 20)) | awk '{print $3}')
   echo "$name perftest tag_bw_16M_GBps=$bw tag_lat_8B_us=$lat" >>"$summary"
   for memory in $memories; do
-    log="$OUT/sendrecv-$name-$memory.jsonl"
+   for block in ${TRANSPORT_BLOCKS:-4M}; do
+    log="$OUT/sendrecv-$name-$memory-$block.jsonl"
     "$bench" sendrecv --ranks 2 --tls "$tls" --memory "$memory" --pattern oneway --min_bytes 16M --max_bytes 256M \
-      --iters 30 --warmup 5 --json --latency_iters $((iters * 20)) >"$log" 2>"$OUT/sendrecv-$name-$memory.err"
-    python3 - "$log" "$name" "$memory" >>"$summary" <<'PY'
+      --block_bytes "$block" --iters 30 --warmup 5 --json --latency_iters $((iters * 20)) >"$log" \
+      2>"$OUT/sendrecv-$name-$memory-$block.err"
+    python3 - "$log" "$name" "$memory-$block" >>"$summary" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 bw = {r["size"]: r["algbw_GBps"] for r in rows if r["bench"] == "sendrecv"}
@@ -53,6 +56,7 @@ lat = [r["oneway_us"] for r in rows if r["bench"] == "sendrecv_latency"]
 print(f"{sys.argv[2]} ucclzip-{sys.argv[3]} tag_bw_16M_GBps={bw.get(16 << 20, 0):.3f} "
       f"bw_256M_GBps={bw.get(256 << 20, 0):.3f} tag_lat_8B_us={lat[0] if lat else 0:.2f} wrong={wrong}")
 PY
+   done
   done
 done
 
