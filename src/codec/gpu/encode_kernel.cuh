@@ -1,7 +1,7 @@
 // Encode stage: one warp codes one chunk of 32 interleaved rANS lanes, running backwards over
 // its symbols. Renormalisation words go to a per-chunk scratch area in emission order; the
-// chunk's place in the frame comes from a decoupled look-back over the sizes of tiles of
-// chunks (CUB), and the words are then written reversed, in the order the decoder reads them.
+// chunk's place in the frame comes from a decoupled look-back over the chunks' sizes (CUB), and
+// the words are then written reversed, in the order the decoder reads them.
 #pragma once
 
 #include <cub/agent/single_pass_scan_operators.cuh>
@@ -28,50 +28,39 @@ struct EncodeArgs {
 
 using ChunkPrefixOp = cub::TilePrefixCallbackOp<uint32_t, cuda::std::plus<uint32_t>, ChunkScanState>;
 
-// Chunks per block: the look-back runs once per block (a tile of kEncodeWarps chunks), so that
-// the walk back over predecessors that are still only partial stays short when every chunk
-// finishes at about the same time.
-inline constexpr uint32_t kEncodeWarps = 8;
-
 template <typename Split, bool kAligned>
-__device__ void StoreSymbols(const EncodeArgs& args, uint32_t lane, uint64_t first, uint64_t chunk_count) {
+__device__ void StoreSymbols(const EncodeArgs& args, uint64_t first, uint64_t chunk_count) {
   uint8_t* symbols = args.frame + args.layout.coded_offset;
-  for (uint64_t e = lane; e < chunk_count; e += 32) {
+  for (uint64_t e = threadIdx.x; e < chunk_count; e += 32) {
     symbols[first + e] = static_cast<uint8_t>(Split::Symbol(LoadElement<Split, kAligned>(args.input, first + e)));
   }
 }
 
 template <typename Split, bool kAligned>
-__global__ void __launch_bounds__(32 * kEncodeWarps, 4) EncodeKernel(EncodeArgs args) {
+__global__ void __launch_bounds__(32) EncodeKernel(EncodeArgs args) {
   __shared__ EncoderSymbol symbols[kAlphabetSize];
   __shared__ typename ChunkPrefixOp::TempStorage prefix_storage;
-  __shared__ uint32_t tile_smem;
-  __shared__ uint32_t chunk_bytes_smem[kEncodeWarps];
-  __shared__ uint32_t tile_offset_smem;
+  __shared__ uint32_t chunk_smem;
   DeviceWorkspace* ws = args.workspace;
-  const uint32_t lane = threadIdx.x % 32;
-  const uint32_t warp = threadIdx.x / 32;
+  const uint32_t lane = threadIdx.x;
   const uint32_t num_chunks = args.layout.num_chunks;
-  const uint32_t num_tiles = static_cast<uint32_t>(DivCeil(num_chunks, kEncodeWarps));
-  // Tiles are taken in launch order, so every tile's predecessors are running or done and the
+  // Chunks are taken in launch order, so every chunk's predecessors are running or done and the
   // look-back always makes progress.
-  if (threadIdx.x == 0) {
-    tile_smem = atomicAdd(&ws->encode_ticket, 1u);
-    if (tile_smem == num_tiles - 1) ws->encode_ticket = 0;  // every ticket is taken: reset for the next call
+  if (lane == 0) {
+    chunk_smem = atomicAdd(&ws->encode_ticket, 1u);
+    if (chunk_smem == num_chunks - 1) ws->encode_ticket = 0;  // every ticket is taken: reset for the next call
   }
-  __syncthreads();
-  const uint32_t tile = tile_smem;
-  const uint32_t chunk = tile * kEncodeWarps + warp;
-  const bool has_chunk = chunk < num_chunks;
+  __syncwarp();
+  const uint32_t chunk = chunk_smem;
   const uint64_t chunk_elements = uint64_t{kLanes} * args.layout.lane_symbols;
   const uint64_t first = chunk * chunk_elements;
-  const uint64_t chunk_count = has_chunk ? min(chunk_elements, args.count - first) : 0;
+  const uint64_t chunk_count = min(chunk_elements, args.count - first);
   const Mode mode = static_cast<Mode>(ws->mode_word & 0xFF);
-  if (mode == Mode::kSplitStored) return StoreSymbols<Split, kAligned>(args, lane, first, chunk_count);
+  if (mode == Mode::kSplitStored) return StoreSymbols<Split, kAligned>(args, first, chunk_count);
   if (mode != Mode::kSplitRans) return;
 
-  for (uint32_t s = threadIdx.x; s < kAlphabetSize; s += blockDim.x) symbols[s] = ws->symbols[s];
-  __syncthreads();
+  for (uint32_t s = lane; s < kAlphabetSize; s += 32) symbols[s] = ws->symbols[s];
+  __syncwarp();
 
   uint16_t* words = args.scratch + first;
   const uint32_t higher_lanes = ~0u << lane << 1;  // lanes above this one write first in a step
@@ -119,29 +108,18 @@ __global__ void __launch_bounds__(32 * kEncodeWarps, 4) EncodeKernel(EncodeArgs 
     for (int j = 0; j < kBatch; ++j) current[j] = next[j];
   }
   const uint32_t padded_words = emitted + (emitted & 1);
-  const uint32_t chunk_bytes = has_chunk ? kChunkStateBytes + 2 * padded_words : 0;
-  if (lane == 0) chunk_bytes_smem[warp] = chunk_bytes;
-  __syncthreads();
-  // Warp 0 finds the tile's place from its predecessors; each chunk's follows from the tile's.
-  if (warp == 0) {
-    uint32_t tile_bytes = 0;
-#pragma unroll
-    for (uint32_t w = 0; w < kEncodeWarps; ++w) tile_bytes += chunk_bytes_smem[w];
-    uint32_t tile_offset = 0;
-    if (tile == 0) {
-      if (lane == 0) args.chunk_scan.SetInclusive(0, tile_bytes);
-    } else {
-      ChunkPrefixOp prefix(args.chunk_scan, prefix_storage, cuda::std::plus<uint32_t>(), tile);
-      prefix(tile_bytes);
-      __syncwarp();
-      tile_offset = prefix.GetExclusivePrefix();
-    }
-    if (lane == 0) tile_offset_smem = tile_offset;
+  const uint32_t chunk_bytes = kChunkStateBytes + 2 * padded_words;
+
+  uint32_t offset;
+  if (chunk == 0) {
+    if (lane == 0) args.chunk_scan.SetInclusive(0, chunk_bytes);
+    offset = 0;
+  } else {
+    ChunkPrefixOp prefix(args.chunk_scan, prefix_storage, cuda::std::plus<uint32_t>(), chunk);
+    prefix(chunk_bytes);
+    __syncwarp();
+    offset = prefix.GetExclusivePrefix();
   }
-  __syncthreads();
-  if (!has_chunk) return;
-  uint32_t offset = tile_offset_smem;
-  for (uint32_t w = 0; w < warp; ++w) offset += chunk_bytes_smem[w];
   // The mode decision bounds the total below the capacity; a violation is recorded, not written.
   if (uint64_t{offset} + chunk_bytes > args.layout.coded_capacity) {
     if (lane == 0) atomicExch(&ws->encode_error, 1u);

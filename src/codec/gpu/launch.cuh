@@ -26,8 +26,7 @@ cudaError_t LaunchCompressAs(const CompressLaunch& launch) {
   }
   EncodeArgs encode{launch.input, launch.count, launch.frame, launch.layout, launch.workspace, launch.chunk_scan,
                     launch.scratch};
-  const uint32_t tiles = static_cast<uint32_t>(DivCeil(launch.layout.num_chunks, kEncodeWarps));
-  EncodeKernel<Split, kAligned><<<tiles, 32 * kEncodeWarps, 0, launch.stream>>>(encode);
+  EncodeKernel<Split, kAligned><<<launch.layout.num_chunks, 32, 0, launch.stream>>>(encode);
   return cudaGetLastError();
 }
 
