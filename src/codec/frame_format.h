@@ -75,8 +75,9 @@ struct Layout {
 // parallel lanes and so lower latency on small tensors. The rule depends only on the element
 // count, so the CPU and GPU encoders choose alike and produce identical frames.
 UZ_HD uint32_t DefaultLaneSymbols(uint64_t count) {
-  // Aim for at least kTargetChunks chunks (enough warps to fill a large GPU), then cap.
-  constexpr uint64_t kTargetChunks = 512;
+  // Aim for at least kTargetChunks chunks (enough warps to fill an H200), then cap; the lane
+  // sweep in benchmarks/RESULTS.md shows the trade on that GPU.
+  constexpr uint64_t kTargetChunks = 1024;
   uint64_t per_lane = count / (uint64_t{kLanes} * kTargetChunks);
   uint32_t symbols = 64;
   while (symbols < 1024 && symbols * 2 <= per_lane) symbols *= 2;
