@@ -228,6 +228,11 @@ void Engine::Loop() {
           stats_.payload_bytes_received += bytes;
         }
         stats_.transfer_seconds += absl::ToDoubleSeconds(absl::Now() - task.started());
+        {
+          // Published before the caller hears of completion, so that stats() then includes it.
+          absl::MutexLock lock(&mutex_);
+          published_stats_ = stats_;
+        }
         Report(task);
         it = active_.erase(it);
         moved = true;
