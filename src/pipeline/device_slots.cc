@@ -71,4 +71,11 @@ DeviceSlot* DeviceSlotPool::TryAcquire() {
 
 void DeviceSlotPool::Release(DeviceSlot* slot) { free_.push_back(slot); }
 
+void DeviceSlotPool::ReleaseIdle(DeviceSlot** slot) {
+  if (*slot == nullptr) return;
+  cudaStreamSynchronize((*slot)->stream);
+  Release(*slot);
+  *slot = nullptr;
+}
+
 }  // namespace ucclzip::pipeline

@@ -38,6 +38,9 @@ class DeviceSlotPool {
   // A free slot, or null when all are taken. Pipeline thread only.
   DeviceSlot* TryAcquire();
   void Release(DeviceSlot* slot);
+  // Returns `*slot` (if any) once its stream is idle and clears it: a slot given up after a
+  // failure may still have codec work queued.
+  void ReleaseIdle(DeviceSlot** slot);
 
  private:
   DeviceSlotPool() = default;

@@ -216,11 +216,7 @@ bool RecvTask::FinishDecode(TaskContext& context, uint32_t index) {
 bool RecvTask::Retire(TaskContext& context, uint32_t index) {
   Block& block = blocks_[index];
   if (!Completed(block.requests)) return false;
-  if (block.slot != nullptr) {
-    cudaStreamSynchronize(block.slot->stream);
-    context.recv_slots->Release(block.slot);
-    block.slot = nullptr;
-  }
+  if (block.slot != nullptr) context.recv_slots->ReleaseIdle(&block.slot);
   block.host_frame.reset();
   block.stage = Stage::kDone;
   return true;

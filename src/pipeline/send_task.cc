@@ -130,9 +130,7 @@ bool SendTask::StartDeviceFrame(TaskContext& context, uint32_t index) {
   if (status.ok()) status = CudaStatus(cudaEventRecord(slot->codec_done, slot->stream), "recording the encode event");
   if (!status.ok()) {
     Fail(status);
-    cudaStreamSynchronize(slot->stream);
-    context.send_slots->Release(slot);
-    block.slot = nullptr;
+    context.send_slots->ReleaseIdle(&block.slot);
     block.stage = Stage::kDone;
     return true;
   }
@@ -201,11 +199,8 @@ bool SendTask::AdvanceSending(TaskContext& context, uint32_t index) {
   std::optional<absl::Status> done = Completed(block.requests);
   if (!done) return false;
   Fail(*done);
-  if (block.slot != nullptr) {
-    if (!status_.ok()) cudaStreamSynchronize(block.slot->stream);
-    context.send_slots->Release(block.slot);
-    block.slot = nullptr;
-  }
+  // The slot's stream is idle after a successful encode; after a failure ReleaseIdle waits.
+  if (block.slot != nullptr) context.send_slots->ReleaseIdle(&block.slot);
   block.host_frame.reset();
   block.stage = Stage::kDone;
   return true;
