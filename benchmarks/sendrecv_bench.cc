@@ -1,5 +1,7 @@
 // ucclzip-bench sendrecv: point-to-point bandwidth and latency of the transport (uncompressed),
 // in nccl-tests' columns, next to which ucx_perftest's figures can be read (benchmarks/gpu/transport.sh).
+// With --compress on|off|auto it measures the Communicator's Send/Recv (the pipeline) instead,
+// on --dist tensors, and adds the ratio and the wire bytes saved.
 //
 //   shift  (default, as nccl-tests' sendrecv): every rank sends to rank+1 and receives from
 //          rank-1 at the same time; time is one exchange.
@@ -18,6 +20,8 @@
 #include "absl/strings/str_format.h"
 #include "bench_cli.h"
 #include "bench_registry.h"
+#include "pipeline_bench_util.h"
+#include "tensor_gen.h"
 #include "rank_launcher.h"
 #include "transport/communicator_access.h"
 
@@ -30,6 +34,9 @@ ABSL_FLAG(std::string, pattern, "shift", "shift (every rank to rank+1) | oneway 
 ABSL_FLAG(int, latency_iters, 2000, "round trips for the 8-byte latency (0 skips it)");
 ABSL_FLAG(ucclzip::bench::ByteSize, block_bytes, ucclzip::bench::ByteSize{0},
           "transport block size (K/M/G); 0 keeps the communicator's default");
+ABSL_FLAG(std::string, compress, "", "on|off|auto: measure the compressing Send/Recv pipeline; empty: the bare transport");
+ABSL_FLAG(ucclzip::bench::ByteSize, pipeline_block, ucclzip::bench::ByteSize{64 << 20}, "pipeline block size (K/M/G)");
+ABSL_DECLARE_FLAG(std::string, dist);
 
 namespace ucclzip::bench {
 namespace {
@@ -150,6 +157,101 @@ absl::StatusOr<Measured> MeasureSize(Transport& transport, transport::Bootstrap&
   return measured;
 }
 
+struct PipelineMeasured {
+  double time_us = 0;
+  uint64_t wrong = 0;
+  double ratio = 1;
+  uint64_t wire_saved = 0;  // per message
+};
+
+// One size through Communicator::Send/Recv: rank 0 sends to rank 1 (oneway); the time is the
+// message plus an empty acknowledgement.
+absl::StatusOr<PipelineMeasured> MeasurePipelineSize(Communicator& comm, transport::Bootstrap& bootstrap, size_t bytes,
+                                                     DataType dtype, bool device, CompressionMode mode) {
+  const uint64_t count = bytes / ElementSize(dtype);
+  absl::StatusOr<testing::Distribution> dist = testing::ParseDistribution(absl::GetFlag(FLAGS_dist));
+  if (!dist.ok()) return dist.status();
+  const std::vector<uint8_t> tensor = testing::GenerateTensor(dtype, count, *dist, 1);
+  absl::StatusOr<std::unique_ptr<TensorBuffer>> buffer =
+      TensorBuffer::Create(comm.rank() == 0 ? tensor : std::vector<uint8_t>(tensor.size()), device);
+  if (!buffer.ok()) return buffer.status();
+  const int iterations = absl::GetFlag(FLAGS_warmup) + absl::GetFlag(FLAGS_iters);
+  std::vector<double> times;
+  const CommunicatorStats before = comm.stats();
+  if (absl::Status s = bootstrap.Barrier(absl::Now() + kWait); !s.ok()) return s;
+  uint8_t ack = 0;
+  for (int i = 0; i < iterations && comm.rank() < 2; ++i) {
+    absl::Time start = absl::Now();
+    absl::Status status;
+    if (comm.rank() == 0) {
+      Operation back = comm.Recv(&ack, 1, DataType::kUint8, 1, nullptr);
+      status = comm.Send((*buffer)->data(), count, dtype, 1, nullptr, SendOptions{.compression = mode}).Wait(kWait);
+      status.Update(back.Wait(kWait));
+    } else {
+      status = comm.Recv((*buffer)->data(), count, dtype, 0, nullptr).Wait(kWait);
+      if (status.ok()) status = comm.Send(&ack, 1, DataType::kUint8, 0, nullptr).Wait(kWait);
+    }
+    if (!status.ok()) return status;
+    if (i >= absl::GetFlag(FLAGS_warmup)) times.push_back(absl::ToDoubleMicroseconds(absl::Now() - start));
+  }
+  PipelineMeasured measured{Median(times), 0, 1, 0};
+  const CommunicatorStats after = comm.stats();
+  const uint64_t payload = after.payload_bytes_sent - before.payload_bytes_sent;
+  const uint64_t wire = after.wire_bytes_sent - before.wire_bytes_sent;
+  if (comm.rank() == 0 && wire > 0) {
+    measured.ratio = static_cast<double>(payload) / wire;
+    measured.wire_saved = payload > wire ? (payload - wire) / iterations : 0;
+  }
+  if (comm.rank() == 1) measured.wrong = (*buffer)->CountWrong(tensor);
+  absl::StatusOr<std::vector<std::string>> counts = bootstrap.AllGather(absl::StrCat(measured.wrong), absl::Now() + kWait);
+  if (!counts.ok()) return counts.status();
+  measured.wrong = 0;
+  for (const std::string& c : *counts) measured.wrong += std::stoull(c);
+  return measured;
+}
+
+absl::Status RunPipelineRank(const BootstrapConfig& config, bool device, DataType dtype) {
+  absl::StatusOr<CompressionMode> mode = ParseCompression(absl::GetFlag(FLAGS_compress));
+  if (!mode.ok()) return mode.status();
+  transport::TransportOptions options;
+  options.ucx_transports = absl::GetFlag(FLAGS_tls);
+  options.pipeline_block_bytes = absl::GetFlag(FLAGS_pipeline_block).bytes;
+  if (absl::GetFlag(FLAGS_block_bytes).bytes != 0) options.block_bytes = absl::GetFlag(FLAGS_block_bytes).bytes;
+  auto communicator = internal::CommunicatorAccess::Create(config, options);
+  if (!communicator.ok()) return communicator.status();
+  Communicator& comm = **communicator;
+  transport::Bootstrap& bootstrap = internal::CommunicatorAccess::BootstrapOf(comm);
+  const bool json = absl::GetFlag(FLAGS_json), report = comm.rank() == 0;
+  const std::string tls = options.ucx_transports.empty() ? "default" : options.ucx_transports;
+  if (report && !json) {
+    std::printf("# ucclzip-bench sendrecv: pipeline, compress %s, %s memory, UCX_TLS=%s, %s, oneway\n",
+                CompressionName(*mode), device ? "device" : "host", tls.c_str(), absl::GetFlag(FLAGS_dist).c_str());
+    std::printf("#%11s %12s %6s %10s %12s %7s %12s %7s\n", "size", "count", "type", "time(us)", "algbw(GB/s)", "ratio",
+                "saved(B)", "#wrong");
+  }
+  const size_t min_bytes = absl::GetFlag(FLAGS_min_bytes).bytes, max_bytes = absl::GetFlag(FLAGS_max_bytes).bytes;
+  for (size_t bytes = std::max<size_t>(min_bytes, ElementSize(dtype)); bytes <= max_bytes; bytes *= 2) {
+    absl::StatusOr<PipelineMeasured> m = MeasurePipelineSize(comm, bootstrap, bytes, dtype, device, *mode);
+    if (!m.ok()) return m.status();
+    const double algbw = m->time_us > 0 ? bytes / m->time_us / 1e3 : 0;
+    if (!report) continue;
+    if (json) {
+      std::printf("{\"bench\":\"sendrecv\",\"size\":%zu,\"type\":\"%s\",\"time_us\":%.2f,\"algbw_GBps\":%.4f,"
+                  "\"ratio\":%.4f,\"wire_saved\":%llu,\"wrong\":%llu,\"memory\":\"%s\",\"tls\":\"%s\","
+                  "\"compress\":\"%s\",\"dist\":\"%s\"}\n",
+                  bytes, DataTypeName(dtype), m->time_us, algbw, m->ratio, static_cast<unsigned long long>(m->wire_saved),
+                  static_cast<unsigned long long>(m->wrong), device ? "device" : "host", tls.c_str(), CompressionName(*mode),
+                  absl::GetFlag(FLAGS_dist).c_str());
+    } else {
+      std::printf("%12zu %12zu %6s %10.2f %12.3f %7.3f %12llu %7llu\n", bytes, bytes / ElementSize(dtype),
+                  DataTypeName(dtype), m->time_us, algbw, m->ratio, static_cast<unsigned long long>(m->wire_saved),
+                  static_cast<unsigned long long>(m->wrong));
+    }
+    std::fflush(stdout);
+  }
+  return absl::OkStatus();
+}
+
 // Median 8-byte round trip between ranks 0 and 1, in microseconds.
 absl::StatusOr<double> MeasureLatency(Transport& transport, transport::Bootstrap& bootstrap, uint32_t* sequence) {
   const int rank = transport.rank();
@@ -191,6 +293,7 @@ absl::Status RunRank() {
   if (pattern != "shift" && pattern != "oneway") return absl::InvalidArgumentError("--pattern must be shift or oneway");
   absl::StatusOr<DataType> dtype = ParseDataType(absl::GetFlag(FLAGS_dtype));
   if (!dtype.ok()) return dtype.status();
+  if (!absl::GetFlag(FLAGS_compress).empty()) return RunPipelineRank(*bootstrap_config, type == MemoryType::kDevice, *dtype);
 
   transport::TransportOptions options;
   options.ucx_transports = absl::GetFlag(FLAGS_tls);

@@ -1,5 +1,14 @@
 // A communicator: a group of ranks that exchange (compressed) tensors over UCX.
 //
+// Send and Recv follow NCCL's stream semantics for device buffers: the call returns at once;
+// the input is read only after the work already queued on `stream`, and later work on
+// `stream` sees the transfer done (for a Recv, the data; for a Send, the input free to reuse).
+// Host buffers use the CPU codec on the communicator's pipeline thread; with a null stream
+// they are ordered by the returned Operation alone, with a non-null one like device buffers.
+// Every call also returns an Operation to test or wait on. A send to `peer` matches the
+// receive from this rank that `peer` posts in the same position, with the same count and type;
+// a receive whose count or type differs fails with a status that names both.
+//
 // This header holds what creates and ends one. Creation is collective: every rank calls
 // Create with the same world size and token, and it returns once all ranks have met at rank 0
 // and connected their UCX endpoints. Destruction is collective too: it waits (bounded by the
@@ -7,21 +16,37 @@
 // everything; a rank whose peers are gone still shuts down within that timeout.
 #pragma once
 
+#include <cuda_runtime_api.h>
+
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "ucclzip/bootstrap.h"
+#include "ucclzip/types.h"
 
 namespace ucclzip {
 
 namespace internal {
 struct CommunicatorAccess;
 }
+namespace transport {
+class Request;
+}
+namespace pipeline {
+struct Call;
+}
+
+// Whether a message is compressed. kAuto compresses floating-point messages of at least
+// `min_compress_bytes`, and stops (for a while) for a tensor whose last message did not
+// shrink by 5 %. kOn compresses every floating-point message; other types never are.
+enum class CompressionMode : uint8_t { kAuto = 0, kOn = 1, kOff = 2 };
 
 struct CommunicatorOptions {
   // An operation that makes no progress for this long fails with a status naming its peer;
@@ -41,6 +66,68 @@ struct CommunicatorOptions {
   // ~10 us of a sleeping thread's wake-up on small messages, but only pays where cores are
   // free: unset means 50 us on machines of 8 or more cores, no polling below that.
   std::optional<absl::Duration> wait_spin;
+
+  // --- Send/Recv pipeline (docs/PIPELINE.md) ---
+  // Default compression of Send; a call's SendOptions may override it.
+  CompressionMode compression = CompressionMode::kAuto;
+  // Messages are cut into pipeline blocks of this many bytes (rounded down to whole elements),
+  // each its own frame, so that consecutive blocks overlap. Every rank must use the same.
+  size_t pipeline_block_bytes = size_t{64} << 20;
+  // kAuto leaves messages smaller than this uncompressed.
+  size_t min_compress_bytes = size_t{256} << 10;
+  // Device codec slots (workspace, frame buffer and stream for one block) per direction,
+  // allocated on the first device operation: bounded memory, none allocated after that.
+  int device_slots = 2;
+};
+
+// Per-call settings of a Send.
+struct SendOptions {
+  // Unset: the communicator's compression mode.
+  std::optional<CompressionMode> compression;
+  // The operation fails if it has not completed this long after the call.
+  absl::Duration timeout = absl::InfiniteDuration();
+  // Names the tensor for kAuto's memory of what compressed; 0 uses the buffer address and count.
+  uint64_t tensor_id = 0;
+};
+
+// Per-call settings of a Recv (the sender chooses compression; the receiver reads it from the
+// message).
+struct RecvOptions {
+  absl::Duration timeout = absl::InfiniteDuration();
+};
+
+// Counters of one communicator's Send/Recv since creation, on this rank.
+struct CommunicatorStats {
+  uint64_t messages_sent = 0;
+  uint64_t messages_received = 0;
+  uint64_t payload_bytes_sent = 0;      // user bytes
+  uint64_t wire_bytes_sent = 0;         // bytes handed to the transport, envelopes included
+  uint64_t payload_bytes_received = 0;
+  uint64_t wire_bytes_received = 0;
+  uint64_t blocks_compressed = 0;       // blocks sent as frames
+  uint64_t blocks_bypassed = 0;         // blocks sent as plain bytes
+  double codec_seconds = 0;             // CPU codec time, or GPU encode/decode from launch to done
+  double transfer_seconds = 0;          // from first post to last completion, summed over messages
+  // Payload over wire bytes of what this rank sent; 1 when nothing was sent.
+  double send_ratio() const {
+    return wire_bytes_sent == 0 ? 1.0 : static_cast<double>(payload_bytes_sent) / wire_bytes_sent;
+  }
+};
+
+// Handle of one or more posted operations (a Send, a Recv, or a whole group).
+class Operation {
+ public:
+  Operation() = default;  // an empty operation: done, OK
+  // True once every operation it covers has completed, successfully or not.
+  bool Test() const;
+  // The first error among them, or OK; DeadlineExceeded if one is still pending after
+  // `timeout` (the operations go on).
+  absl::Status Wait(absl::Duration timeout = absl::InfiniteDuration()) const;
+
+ private:
+  friend class Communicator;
+  explicit Operation(std::vector<std::shared_ptr<transport::Request>> parts) : parts_(std::move(parts)) {}
+  std::vector<std::shared_ptr<transport::Request>> parts_;
 };
 
 struct CommunicatorConfig {
@@ -62,6 +149,22 @@ class Communicator {
   // staged through pinned host memory.
   bool device_memory_direct() const;
 
+  // Sends `count` elements of `dtype` at `buf` (host or device memory, any alignment) to
+  // `peer`. The buffer must stay valid until the operation completes.
+  Operation Send(const void* buf, size_t count, DataType dtype, int peer, cudaStream_t stream,
+                 const SendOptions& options = {});
+  // Receives exactly `count` elements of `dtype` from `peer` into `buf`.
+  Operation Recv(void* buf, size_t count, DataType dtype, int peer, cudaStream_t stream,
+                 const RecvOptions& options = {});
+
+  // Between GroupStart and GroupEnd, Send and Recv only queue; GroupEnd posts them all at once,
+  // so that many tensors travel as one pipelined stream, and returns one Operation covering
+  // them (the calls' own Operations work too). Groups do not nest; per thread.
+  void GroupStart();
+  Operation GroupEnd();
+
+  CommunicatorStats stats() const;
+
   // Fails every pending and future operation and drops the connections, so that the peers'
   // operations fail too. For error paths; the communicator must still be destroyed.
   void Abort();
@@ -69,6 +172,7 @@ class Communicator {
  private:
   friend struct internal::CommunicatorAccess;
   struct Impl;
+  Operation Submit(const pipeline::Call& call);
   explicit Communicator(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

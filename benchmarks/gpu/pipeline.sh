@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Pipeline targets on the GPU machine (issue 4), two processes on the one GPU, device memory
+# (staged through pinned memory unless UCX takes CUDA memory), over UCX tcp and shared memory:
+#   256 MB bf16 Gaussian, one send, compressed vs uncompressed   (target >= 1.40x)
+#   256 MB random bytes as bf16 with auto vs uncompressed        (target >= 0.97x)
+#   weightsync, Llama-3-8B-shaped, compressed vs uncompressed    (target >= 1.35x)
+# Logs go to $OUT; a table of the ratios is printed.
+#   BUILD            build folder (default: build)
+#   PIPELINE_BLOCKS  pipeline block sizes to try (default: "64M"; e.g. "16M 64M 256M")
+#   ITERS            timed iterations (default 10)
+set -euo pipefail
+bench="${BUILD:-build}/benchmarks/ucclzip-bench"
+OUT=${OUT:?set OUT to the folder for the logs}
+mkdir -p "$OUT"
+iters=${ITERS:-10}
+declare -A transports=([tcp]=tcp [shm]=posix,sysv)
+summary="$OUT/pipeline-summary.jsonl"
+: >"$summary"
+
+for block in ${PIPELINE_BLOCKS:-64M}; do
+  for name in tcp shm; do
+    tls=${transports[$name]}
+    for mode in off on; do
+      "$bench" sendrecv --ranks 2 --memory device --tls "$tls" --compress "$mode" --dist gaussian:0.02 \
+        --min_bytes 256M --max_bytes 256M --iters "$iters" --warmup 3 --pipeline_block "$block" --json \
+        2>"$OUT/gaussian-$name-$mode-$block.err" | sed "s/^{/{\"case\":\"gaussian\",\"block\":\"$block\",/" >>"$summary"
+    done
+    for mode in off auto; do
+      "$bench" sendrecv --ranks 2 --memory device --tls "$tls" --compress "$mode" --dist random-bytes \
+        --min_bytes 256M --max_bytes 256M --iters "$iters" --warmup 3 --pipeline_block "$block" --json \
+        2>"$OUT/random-$name-$mode-$block.err" | sed "s/^{/{\"case\":\"random\",\"block\":\"$block\",/" >>"$summary"
+    done
+    "$bench" weightsync --ranks 2 --memory device --tls "$tls" --compress on --iters 3 --warmup 1 \
+      --pipeline_block "$block" --json 2>"$OUT/weightsync-$name-$block.err" \
+      | sed "s/^{/{\"case\":\"weightsync\",\"block\":\"$block\",/" >>"$summary"
+  done
+done
+
+python3 - "$summary" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+print(f"{'case':11} {'tls':11} {'block':6} {'uncompressed':>14} {'compressed':>14} {'ratio':>7} {'speedup':>8} {'target':>7} {'#wrong':>6}")
+sr = {}
+for r in rows:
+    if r["case"] in ("gaussian", "random"):
+        sr.setdefault((r["case"], r["tls"], r["block"]), {})[r["compress"]] = r
+for (case, tls, block), m in sr.items():
+    off, on = m.get("off"), m.get("on") or m.get("auto")
+    if not off or not on: continue
+    target = 1.40 if case == "gaussian" else 0.97
+    speed = on["algbw_GBps"] / off["algbw_GBps"] if off["algbw_GBps"] else 0
+    print(f"{case:11} {tls:11} {block:6} {off['algbw_GBps']:11.2f}GB/s {on['algbw_GBps']:11.2f}GB/s {on['ratio']:7.3f} "
+          f"{speed:7.2f}x {target:6.2f}x {off['wrong'] + on['wrong']:6}")
+for r in rows:
+    if r["case"] == "weightsync":
+        print(f"{'weightsync':11} {r['tls']:11} {r['block']:6} {r['off_s']:13.3f}s {r['on_s']:13.3f}s {r['ratio']:7.3f} "
+              f"{r['speedup']:7.2f}x {1.35:6.2f}x {r['wrong']:6}")
+PY

@@ -1,0 +1,47 @@
+#include "pipeline_bench_util.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace ucclzip::bench {
+
+absl::StatusOr<CompressionMode> ParseCompression(const std::string& text) {
+  if (text == "on") return CompressionMode::kOn;
+  if (text == "off") return CompressionMode::kOff;
+  if (text == "auto") return CompressionMode::kAuto;
+  return absl::InvalidArgumentError(absl::StrCat("--compress must be on, off or auto, not '", text, "'"));
+}
+
+const char* CompressionName(CompressionMode mode) {
+  switch (mode) {
+    case CompressionMode::kOn: return "on";
+    case CompressionMode::kOff: return "off";
+    case CompressionMode::kAuto: return "auto";
+  }
+  return "?";
+}
+
+absl::StatusOr<std::unique_ptr<TensorBuffer>> TensorBuffer::Create(const std::vector<uint8_t>& contents, bool device) {
+  auto buffer = std::make_unique<TensorBuffer>();
+  buffer->host_ = contents;
+  if (device) {
+    if (cudaMalloc(&buffer->device_, std::max<size_t>(contents.size(), 1)) != cudaSuccess ||
+        cudaMemcpy(buffer->device_, contents.data(), contents.size(), cudaMemcpyHostToDevice) != cudaSuccess) {
+      cudaGetLastError();
+      return absl::ResourceExhaustedError(absl::StrCat("device buffer of ", contents.size(), " bytes"));
+    }
+  }
+  return buffer;
+}
+
+TensorBuffer::~TensorBuffer() {
+  if (device_ != nullptr) cudaFree(device_);
+}
+
+uint64_t TensorBuffer::CountWrong(const std::vector<uint8_t>& want) {
+  if (device_ != nullptr) cudaMemcpy(host_.data(), device_, host_.size(), cudaMemcpyDeviceToHost);
+  uint64_t wrong = 0;
+  for (size_t i = 0; i < want.size(); ++i) wrong += host_[i] != want[i];
+  return wrong;
+}
+
+}  // namespace ucclzip::bench

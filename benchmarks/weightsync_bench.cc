@@ -1,0 +1,224 @@
+// ucclzip-bench weightsync: an RL-style weight sync. Rank 0 sends every tensor of a model to
+// each of the other ranks, all of them in one group per receiver, uncompressed and then
+// compressed; it reports the total time of each and the speedup.
+//
+// The model is Llama-3-8B-shaped (bf16): embedding 128256x4096; per layer q 4096x4096,
+// k 1024x4096, v 1024x4096, o 4096x4096, gate 14336x4096, up 14336x4096, down 4096x14336,
+// input and post-attention norms 4096; final norm 4096; lm_head 128256x4096. Weights are
+// Gaussian with sigma 0.02, norms 1.0. --layers and --vocab shrink it for quick runs; --input DIR
+// sends the raw little-endian files of DIR (of --dtype) instead.
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "bench_cli.h"
+#include "bench_registry.h"
+#include "pipeline_bench_util.h"
+#include "rank_launcher.h"
+#include "tensor_gen.h"
+#include "transport/communicator_access.h"
+#include "transport/memory_type.h"
+
+ABSL_FLAG(int, layers, 32, "transformer layers of the model");
+ABSL_FLAG(int, vocab, 128256, "vocabulary size (embedding and lm_head rows)");
+// --input (defined by the codec benchmark) names a folder of raw tensor files here.
+ABSL_DECLARE_FLAG(std::string, input);
+ABSL_DECLARE_FLAG(int, ranks);
+ABSL_DECLARE_FLAG(std::string, memory);
+ABSL_DECLARE_FLAG(std::string, tls);
+ABSL_DECLARE_FLAG(std::string, compress);
+ABSL_DECLARE_FLAG(ucclzip::bench::ByteSize, pipeline_block);
+
+namespace ucclzip::bench {
+namespace {
+
+constexpr absl::Duration kWait = absl::Minutes(10);
+
+struct TensorSpec {
+  std::string name;
+  uint64_t count;
+  std::string dist;  // key into the generated contents; one tensor per (count, dist) is generated
+  std::string file;  // --input
+};
+
+std::vector<TensorSpec> LlamaShapedModel(int layers, uint64_t vocab) {
+  const uint64_t hidden = 4096, kv = 1024, ffn = 14336;
+  std::vector<TensorSpec> model{{"embed_tokens", vocab * hidden, "gaussian:0.02", ""}};
+  for (int l = 0; l < layers; ++l) {
+    const std::string p = absl::StrCat("layers.", l, ".");
+    for (auto [name, count] : std::initializer_list<std::pair<const char*, uint64_t>>{
+             {"q_proj", hidden * hidden}, {"k_proj", kv * hidden}, {"v_proj", kv * hidden}, {"o_proj", hidden * hidden},
+             {"gate_proj", ffn * hidden}, {"up_proj", ffn * hidden}, {"down_proj", hidden * ffn}}) {
+      model.push_back({p + name, count, "gaussian:0.02", ""});
+    }
+    model.push_back({p + "input_layernorm", hidden, "constant:1.0", ""});
+    model.push_back({p + "post_attention_layernorm", hidden, "constant:1.0", ""});
+  }
+  model.push_back({"norm", hidden, "constant:1.0", ""});
+  model.push_back({"lm_head", vocab * hidden, "gaussian:0.02", ""});
+  return model;
+}
+
+absl::StatusOr<std::vector<TensorSpec>> InputModel(const std::string& dir, DataType dtype) {
+  std::vector<TensorSpec> model;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    if (!entry.is_regular_file()) continue;
+    model.push_back({entry.path().filename().string(), entry.file_size() / ElementSize(dtype), "", entry.path().string()});
+  }
+  std::sort(model.begin(), model.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  if (model.empty()) return absl::NotFoundError(absl::StrCat("no tensor files in ", dir));
+  return model;
+}
+
+absl::StatusOr<std::vector<uint8_t>> Contents(const TensorSpec& t, DataType dtype) {
+  if (!t.file.empty()) {
+    std::ifstream in(t.file, std::ios::binary);
+    std::vector<uint8_t> bytes(t.count * ElementSize(dtype));
+    in.read(reinterpret_cast<char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+    if (!in) return absl::DataLossError(absl::StrCat("reading ", t.file));
+    return bytes;
+  }
+  absl::StatusOr<testing::Distribution> dist = testing::ParseDistribution(t.dist);
+  if (!dist.ok()) return dist.status();
+  return testing::GenerateTensor(dtype, t.count, *dist, t.count);
+}
+
+// One sync: rank 0 sends every tensor to every receiver; returns the slowest rank's seconds.
+absl::StatusOr<double> SyncOnce(Communicator& comm, transport::Bootstrap& bootstrap,
+                                std::vector<std::unique_ptr<TensorBuffer>>& buffers, const std::vector<TensorSpec>& model,
+                                DataType dtype, CompressionMode mode) {
+  if (absl::Status s = bootstrap.Barrier(absl::Now() + kWait); !s.ok()) return s;
+  const absl::Time start = absl::Now();
+  std::vector<Operation> groups;
+  for (int receiver = 1; receiver < comm.size(); ++receiver) {
+    if (comm.rank() != 0 && comm.rank() != receiver) continue;
+    comm.GroupStart();
+    for (size_t i = 0; i < model.size(); ++i) {
+      if (comm.rank() == 0) {
+        comm.Send(buffers[i]->data(), model[i].count, dtype, receiver, nullptr, SendOptions{.compression = mode});
+      } else {
+        comm.Recv(buffers[i]->data(), model[i].count, dtype, 0, nullptr);
+      }
+    }
+    groups.push_back(comm.GroupEnd());
+  }
+  for (const Operation& group : groups) {
+    if (absl::Status s = group.Wait(kWait); !s.ok()) return s;
+  }
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  absl::StatusOr<std::vector<std::string>> all = bootstrap.AllGather(absl::StrCat(seconds), absl::Now() + kWait);
+  if (!all.ok()) return all.status();
+  double slowest = 0;
+  for (const std::string& s : *all) slowest = std::max(slowest, std::stod(s));
+  return slowest;
+}
+
+absl::Status RunRank() {
+  absl::StatusOr<BootstrapConfig> config = BootstrapConfigFromEnvironment();
+  if (!config.ok()) return config.status();
+  const bool device = absl::GetFlag(FLAGS_memory) == "device";
+  if (device) {
+    if (transport::CudaDeviceCount() == 0) return absl::FailedPreconditionError("--memory device needs a CUDA device");
+    cudaSetDevice(std::max(config->local_rank, 0) % transport::CudaDeviceCount());
+  }
+  absl::StatusOr<DataType> dtype = ParseDataType(absl::GetFlag(FLAGS_dtype));
+  if (!dtype.ok()) return dtype.status();
+  absl::StatusOr<CompressionMode> mode =
+      ParseCompression(absl::GetFlag(FLAGS_compress).empty() ? "on" : absl::GetFlag(FLAGS_compress));
+  if (!mode.ok()) return mode.status();
+  absl::StatusOr<std::vector<TensorSpec>> model =
+      absl::GetFlag(FLAGS_input).empty()
+          ? absl::StatusOr<std::vector<TensorSpec>>(LlamaShapedModel(absl::GetFlag(FLAGS_layers), absl::GetFlag(FLAGS_vocab)))
+          : InputModel(absl::GetFlag(FLAGS_input), *dtype);
+  if (!model.ok()) return model.status();
+
+  transport::TransportOptions options;
+  options.ucx_transports = absl::GetFlag(FLAGS_tls);
+  options.pipeline_block_bytes = absl::GetFlag(FLAGS_pipeline_block).bytes;
+  options.op_timeout = absl::Minutes(5);
+  auto communicator = internal::CommunicatorAccess::Create(*config, options);
+  if (!communicator.ok()) return communicator.status();
+  Communicator& comm = **communicator;
+  transport::Bootstrap& bootstrap = internal::CommunicatorAccess::BootstrapOf(comm);
+  if (comm.size() < 2) return absl::InvalidArgumentError("weightsync needs at least 2 ranks");
+
+  // Contents are generated once per (count, distribution) and shared by the tensors of that shape.
+  std::map<std::pair<uint64_t, std::string>, std::vector<uint8_t>> contents;
+  std::vector<std::unique_ptr<TensorBuffer>> buffers;
+  uint64_t total_bytes = 0;
+  for (const TensorSpec& t : *model) {
+    auto key = std::make_pair(t.count, t.dist + t.file);
+    if (!contents.count(key)) {
+      absl::StatusOr<std::vector<uint8_t>> bytes = Contents(t, *dtype);
+      if (!bytes.ok()) return bytes.status();
+      contents[key] = std::move(*bytes);
+    }
+    const std::vector<uint8_t>& want = contents[key];
+    absl::StatusOr<std::unique_ptr<TensorBuffer>> buffer =
+        TensorBuffer::Create(comm.rank() == 0 ? want : std::vector<uint8_t>(want.size()), device);
+    if (!buffer.ok()) return buffer.status();
+    buffers.push_back(std::move(*buffer));
+    total_bytes += want.size();
+  }
+  const int iterations = std::max(absl::GetFlag(FLAGS_iters), 1);
+  std::map<CompressionMode, double> median;
+  std::map<CompressionMode, double> ratio;
+  for (CompressionMode m : {CompressionMode::kOff, *mode}) {
+    std::vector<double> times;
+    const CommunicatorStats before = comm.stats();
+    for (int i = 0; i < absl::GetFlag(FLAGS_warmup) + iterations; ++i) {
+      absl::StatusOr<double> seconds = SyncOnce(comm, bootstrap, buffers, *model, *dtype, m);
+      if (!seconds.ok()) return seconds.status();
+      if (i >= absl::GetFlag(FLAGS_warmup)) times.push_back(*seconds);
+    }
+    std::sort(times.begin(), times.end());
+    median[m] = times[times.size() / 2];
+    const CommunicatorStats after = comm.stats();
+    const double wire = after.wire_bytes_sent - before.wire_bytes_sent;
+    ratio[m] = wire > 0 ? (after.payload_bytes_sent - before.payload_bytes_sent) / wire : 1;
+  }
+  uint64_t wrong = 0;
+  if (comm.rank() != 0) {
+    for (size_t i = 0; i < model->size(); ++i) {
+      wrong += buffers[i]->CountWrong(contents[{(*model)[i].count, (*model)[i].dist + (*model)[i].file}]);
+    }
+  }
+  absl::StatusOr<std::vector<std::string>> counts = bootstrap.AllGather(absl::StrCat(wrong), absl::Now() + kWait);
+  if (!counts.ok()) return counts.status();
+  wrong = 0;
+  for (const std::string& c : *counts) wrong += std::stoull(c);
+  if (comm.rank() != 0) return absl::OkStatus();
+  const double off = median[CompressionMode::kOff], on = median[*mode];
+  const char* tls = options.ucx_transports.empty() ? "default" : options.ucx_transports.c_str();
+  if (absl::GetFlag(FLAGS_json)) {
+    std::printf("{\"bench\":\"weightsync\",\"tensors\":%zu,\"bytes\":%llu,\"receivers\":%d,\"memory\":\"%s\",\"tls\":\"%s\","
+                "\"compress\":\"%s\",\"off_s\":%.4f,\"on_s\":%.4f,\"speedup\":%.4f,\"ratio\":%.4f,\"wrong\":%llu}\n",
+                model->size(), static_cast<unsigned long long>(total_bytes), comm.size() - 1, device ? "device" : "host",
+                tls, CompressionName(*mode), off, on, off / on, ratio[*mode], static_cast<unsigned long long>(wrong));
+  } else {
+    std::printf("# ucclzip-bench weightsync: %zu tensors, %.3f GB %s, 1 sender -> %d receivers, %s memory, UCX_TLS=%s\n",
+                model->size(), total_bytes / 1e9, DataTypeName(*dtype), comm.size() - 1, device ? "device" : "host", tls);
+    std::printf("uncompressed %.3f s, compressed (%s) %.3f s, speedup %.3fx, ratio %.3f, #wrong %llu\n", off,
+                CompressionName(*mode), on, off / on, ratio[*mode], static_cast<unsigned long long>(wrong));
+  }
+  return absl::OkStatus();
+}
+
+int WeightSyncMain(const std::vector<std::string>&) {
+  absl::Status status = RunningAsRank() ? RunRank() : LaunchLocalRanks(absl::GetFlag(FLAGS_ranks));
+  if (!status.ok()) {
+    std::fprintf(stderr, "weightsync: %s\n", status.ToString().c_str());
+    return 1;
+  }
+  return 0;
+}
+
+const RegisterSubcommand kRegister("weightsync", "one sender to N receivers: a Llama-3-8B-shaped model, compressed vs not",
+                                   WeightSyncMain);
+
+}  // namespace
+}  // namespace ucclzip::bench

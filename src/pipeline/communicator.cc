@@ -1,0 +1,156 @@
+// The Communicator: the bootstrap, the transport on top of it, and the pipeline engine that
+// runs Send and Recv. It lives in the pipeline layer because it joins all of them.
+#include <map>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "pipeline/engine.h"
+#include "transport/communicator_access.h"
+
+namespace ucclzip {
+
+struct Communicator::Impl {
+  std::unique_ptr<transport::Bootstrap> bootstrap;
+  std::unique_ptr<transport::Transport> transport;
+  std::unique_ptr<pipeline::Engine> engine;
+  CompressionMode compression = CompressionMode::kAuto;
+  // Open groups: the calls each thread queued since its GroupStart.
+  absl::Mutex group_mutex;
+  std::map<std::thread::id, std::vector<pipeline::MessageSpec>> groups ABSL_GUARDED_BY(group_mutex);
+};
+
+Communicator::Communicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+absl::StatusOr<std::unique_ptr<Communicator>> Communicator::Create(const CommunicatorConfig& config) {
+  transport::TransportOptions options;
+  static_cast<CommunicatorOptions&>(options) = config.options;
+  return internal::CommunicatorAccess::Create(config.bootstrap, options);
+}
+
+Communicator::~Communicator() {
+  // The barrier makes sure every rank has finished with the others (every completed send
+  // delivered) before the endpoints are closed; if a peer is gone it fails fast or times out.
+  impl_->bootstrap->Barrier(absl::Now() + impl_->transport->options().shutdown_timeout).IgnoreError();
+  impl_->transport->Shutdown();
+  // After the transport: every request the engine's tasks wait on has completed by now.
+  impl_->engine.reset();
+}
+
+int Communicator::rank() const { return impl_->transport->rank(); }
+int Communicator::size() const { return impl_->transport->size(); }
+bool Communicator::device_memory_direct() const { return impl_->transport->device_memory_direct(); }
+
+void Communicator::Abort() {
+  impl_->transport->Abort(absl::AbortedError(absl::StrCat("rank ", rank(), " called Abort")));
+}
+
+Operation Communicator::Send(const void* buf, size_t count, DataType dtype, int peer, cudaStream_t stream,
+                             const SendOptions& options) {
+  pipeline::Call call{.send = true,
+                      .data = buf,
+                      .count = count,
+                      .dtype = dtype,
+                      .peer = peer,
+                      .stream = stream,
+                      .compression = options.compression.value_or(impl_->compression),
+                      .tensor_id = options.tensor_id,
+                      .timeout = options.timeout};
+  return Submit(call);
+}
+
+Operation Communicator::Recv(void* buf, size_t count, DataType dtype, int peer, cudaStream_t stream,
+                             const RecvOptions& options) {
+  pipeline::Call call{.send = false,
+                      .data = buf,
+                      .count = count,
+                      .dtype = dtype,
+                      .peer = peer,
+                      .stream = stream,
+                      .timeout = options.timeout};
+  return Submit(call);
+}
+
+Operation Communicator::Submit(const pipeline::Call& call) {
+  absl::StatusOr<pipeline::MessageSpec> spec = impl_->engine->Prepare(call);
+  if (!spec.ok()) {
+    auto failed = std::make_shared<transport::Request>();
+    failed->Complete(spec.status());
+    return Operation({failed});
+  }
+  std::shared_ptr<transport::Request> request = spec->request;
+  {
+    absl::MutexLock lock(&impl_->group_mutex);
+    auto group = impl_->groups.find(std::this_thread::get_id());
+    if (group != impl_->groups.end()) {
+      group->second.push_back(std::move(*spec));
+      return Operation({request});
+    }
+  }
+  std::vector<pipeline::MessageSpec> one;
+  one.push_back(std::move(*spec));
+  impl_->engine->Submit(std::move(one));
+  return Operation({request});
+}
+
+void Communicator::GroupStart() {
+  absl::MutexLock lock(&impl_->group_mutex);
+  impl_->groups.try_emplace(std::this_thread::get_id());
+}
+
+Operation Communicator::GroupEnd() {
+  std::vector<pipeline::MessageSpec> specs;
+  {
+    absl::MutexLock lock(&impl_->group_mutex);
+    auto group = impl_->groups.find(std::this_thread::get_id());
+    if (group == impl_->groups.end()) return Operation();
+    specs = std::move(group->second);
+    impl_->groups.erase(group);
+  }
+  std::vector<std::shared_ptr<transport::Request>> requests;
+  for (const pipeline::MessageSpec& spec : specs) requests.push_back(spec.request);
+  impl_->engine->Submit(std::move(specs));
+  return Operation(std::move(requests));
+}
+
+CommunicatorStats Communicator::stats() const { return impl_->engine->stats(); }
+
+bool Operation::Test() const {
+  for (const auto& part : parts_) {
+    if (!part->Test()) return false;
+  }
+  return true;
+}
+
+absl::Status Operation::Wait(absl::Duration timeout) const {
+  const absl::Time deadline = absl::Now() + timeout;
+  absl::Status first;
+  for (const auto& part : parts_) first.Update(part->Wait(deadline));
+  return first;
+}
+
+namespace internal {
+
+transport::Transport& CommunicatorAccess::TransportOf(Communicator& communicator) {
+  return *communicator.impl_->transport;
+}
+
+transport::Bootstrap& CommunicatorAccess::BootstrapOf(Communicator& communicator) {
+  return *communicator.impl_->bootstrap;
+}
+
+absl::StatusOr<std::unique_ptr<Communicator>> CommunicatorAccess::Create(const BootstrapConfig& bootstrap,
+                                                                         const transport::TransportOptions& options) {
+  auto impl = std::make_unique<Communicator::Impl>();
+  absl::StatusOr<std::unique_ptr<transport::Bootstrap>> joined = transport::Bootstrap::Create(bootstrap);
+  if (!joined.ok()) return joined.status();
+  impl->bootstrap = std::move(*joined);
+  absl::StatusOr<std::unique_ptr<transport::Transport>> created = transport::Transport::Create(*impl->bootstrap, options);
+  if (!created.ok()) return created.status();
+  impl->transport = std::move(*created);
+  impl->engine = std::make_unique<pipeline::Engine>(*impl->transport, options);
+  impl->compression = options.compression;
+  return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));
+}
+
+}  // namespace internal
+}  // namespace ucclzip

@@ -1,0 +1,81 @@
+#include "pipeline/device_slots.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace ucclzip::pipeline {
+namespace {
+
+absl::Status CudaCheck(cudaError_t err, const char* what) {
+  if (err == cudaSuccess) return absl::OkStatus();
+  cudaGetLastError();
+  return absl::ResourceExhaustedError(absl::StrCat("pipeline device slot: ", what, ": ", cudaGetErrorString(err)));
+}
+
+void Destroy(DeviceSlot& slot) {
+  if (slot.stream != nullptr) cudaStreamSynchronize(slot.stream);
+  if (slot.frame != nullptr) cudaFree(slot.frame);
+  if (slot.head != nullptr) cudaFreeHost(slot.head);
+  if (slot.split_done != nullptr) cudaEventDestroy(slot.split_done);
+  if (slot.codec_done != nullptr) cudaEventDestroy(slot.codec_done);
+  if (slot.stream != nullptr) cudaStreamDestroy(slot.stream);
+}
+
+absl::Status Init(DeviceSlot& slot, uint64_t max_elements) {
+  absl::StatusOr<std::unique_ptr<GpuCodec>> codec = GpuCodec::Create(max_elements);
+  if (!codec.ok()) return codec.status();
+  slot.codec = std::move(*codec);
+  // fp32 has the widest frames of the compressible types; the head is what lies before the raw
+  // plane, at most the header, the table and the index.
+  slot.frame_capacity = MaxFrameBytes(DataType::kFloat32, max_elements);
+  slot.head_capacity = 0;
+  for (DataType dtype : {DataType::kBFloat16, DataType::kFloat16, DataType::kFloat32, DataType::kFloat8E4M3,
+                         DataType::kFloat8E5M2}) {
+    absl::StatusOr<FramePlan> plan = PlanFrame(dtype, max_elements);
+    if (!plan.ok()) return plan.status();
+    slot.head_capacity = std::max(slot.head_capacity, plan->raw_offset);
+  }
+  if (absl::Status s = CudaCheck(cudaMalloc(reinterpret_cast<void**>(&slot.frame), slot.frame_capacity), "cudaMalloc frame"); !s.ok()) return s;
+  if (absl::Status s = CudaCheck(cudaHostAlloc(reinterpret_cast<void**>(&slot.head), slot.head_capacity, cudaHostAllocDefault), "cudaHostAlloc head");
+      !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = CudaCheck(cudaStreamCreateWithFlags(&slot.stream, cudaStreamNonBlocking), "stream"); !s.ok()) return s;
+  if (absl::Status s = CudaCheck(cudaEventCreateWithFlags(&slot.split_done, cudaEventDisableTiming), "event"); !s.ok()) return s;
+  return CudaCheck(cudaEventCreateWithFlags(&slot.codec_done, cudaEventDisableTiming), "event");
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<DeviceSlotPool>> DeviceSlotPool::Create(int count, uint64_t max_elements) {
+  std::unique_ptr<DeviceSlotPool> pool(new DeviceSlotPool());
+  for (int i = 0; i < std::max(count, 1); ++i) {
+    pool->slots_.push_back(std::make_unique<DeviceSlot>());
+    if (absl::Status s = Init(*pool->slots_.back(), max_elements); !s.ok()) return s;
+    pool->free_.push_back(pool->slots_.back().get());
+  }
+  return pool;
+}
+
+DeviceSlotPool::~DeviceSlotPool() {
+  for (auto& slot : slots_) Destroy(*slot);
+}
+
+DeviceSlot* DeviceSlotPool::TryAcquire() {
+  if (free_.empty()) return nullptr;
+  DeviceSlot* slot = free_.back();
+  free_.pop_back();
+  return slot;
+}
+
+void DeviceSlotPool::Release(DeviceSlot* slot) { free_.push_back(slot); }
+
+void DeviceSlotPool::ReleaseIdle(DeviceSlot** slot) {
+  if (*slot == nullptr) return;
+  cudaStreamSynchronize((*slot)->stream);
+  Release(*slot);
+  *slot = nullptr;
+}
+
+}  // namespace ucclzip::pipeline

@@ -1,0 +1,51 @@
+// Device resources for one pipeline block in flight on the GPU: a codec (its workspace), a
+// frame buffer, a pinned copy of the frame's head, a stream and two events. A bounded pool of
+// them per direction is allocated once, on the first device operation; the hot path only takes
+// and returns slots. Separate send and receive pools keep sends, which wait for the peer's
+// receives, from starving the receives.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ucclzip/codec.h"
+
+namespace ucclzip::pipeline {
+
+struct DeviceSlot {
+  std::unique_ptr<GpuCodec> codec;
+  cudaStream_t stream = nullptr;
+  uint8_t* frame = nullptr;      // device, frame_capacity bytes
+  uint8_t* head = nullptr;       // pinned host, head_capacity bytes: header, table, index
+  uint64_t frame_capacity = 0;
+  uint64_t head_capacity = 0;
+  cudaEvent_t split_done = nullptr;  // raw plane final (send) / unused (recv)
+  cudaEvent_t codec_done = nullptr;  // encode and head copy done (send) / decode done (recv)
+};
+
+class DeviceSlotPool {
+ public:
+  // `count` slots for blocks of up to `max_elements` elements of any compressible type.
+  static absl::StatusOr<std::unique_ptr<DeviceSlotPool>> Create(int count, uint64_t max_elements);
+  ~DeviceSlotPool();
+  DeviceSlotPool(const DeviceSlotPool&) = delete;
+  DeviceSlotPool& operator=(const DeviceSlotPool&) = delete;
+
+  // A free slot, or null when all are taken. Pipeline thread only.
+  DeviceSlot* TryAcquire();
+  void Release(DeviceSlot* slot);
+  // Returns `*slot` (if any) once its stream is idle and clears it: a slot given up after a
+  // failure may still have codec work queued.
+  void ReleaseIdle(DeviceSlot** slot);
+
+ private:
+  DeviceSlotPool() = default;
+  std::vector<std::unique_ptr<DeviceSlot>> slots_;
+  std::vector<DeviceSlot*> free_;
+};
+
+}  // namespace ucclzip::pipeline

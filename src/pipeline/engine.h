@@ -1,0 +1,89 @@
+// The pipeline engine of one communicator: turns Send/Recv calls into tasks (send_task.h,
+// recv_task.h) and runs them on its own thread, which advances every task without blocking and
+// sleeps when none can move (woken by transport completions; polling while GPU work is pending).
+//
+// A call is prepared on the caller's thread (checked, its stream's position recorded) and then
+// submitted; a group submits many at once, after all their stream positions are recorded, so
+// that a group's receives and sends on one stream cannot wait for each other.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <list>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "pipeline/compression_policy.h"
+#include "pipeline/device_slots.h"
+#include "pipeline/message_task.h"
+#include "pipeline/stream_flags.h"
+#include "transport/transport.h"
+
+namespace ucclzip::pipeline {
+
+// One Send or Recv as the caller made it.
+struct Call {
+  bool send = true;
+  const void* data = nullptr;
+  uint64_t count = 0;
+  DataType dtype = DataType::kRaw;
+  int peer = 0;
+  cudaStream_t stream = nullptr;
+  CompressionMode compression = CompressionMode::kAuto;
+  uint64_t tensor_id = 0;
+  absl::Duration timeout = absl::InfiniteDuration();
+};
+
+class Engine {
+ public:
+  Engine(transport::Transport& transport, const CommunicatorOptions& options);
+  // Fails what is still pending and stops the thread; call after the transport has shut down,
+  // so that every transport request has completed.
+  ~Engine();
+  Engine(const Engine&) = delete;
+  Engine& operator=(const Engine&) = delete;
+
+  // Checks the call, records its stream position and creates its request. Caller's thread.
+  absl::StatusOr<MessageSpec> Prepare(const Call& call);
+  // Queues prepared calls; their streams then wait for them.
+  void Submit(std::vector<MessageSpec> specs);
+
+  CommunicatorStats stats() const;
+
+ private:
+  absl::Status EnsureDevice(int device);
+  void Loop();
+  // Completes the task's request and releases its stream, once.
+  void Report(MessageTask& task);
+  void Wake();
+
+  transport::Transport& transport_;
+  const CommunicatorOptions options_;
+  const int rank_;
+
+  mutable absl::Mutex mutex_;
+  std::vector<std::unique_ptr<MessageTask>> submitted_ ABSL_GUARDED_BY(mutex_);
+  std::vector<uint32_t> next_send_sequence_ ABSL_GUARDED_BY(mutex_);
+  std::vector<uint32_t> next_recv_sequence_ ABSL_GUARDED_BY(mutex_);
+  std::vector<absl::Status> recv_out_of_step_ ABSL_GUARDED_BY(mutex_);
+  bool wake_ ABSL_GUARDED_BY(mutex_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mutex_) = false;
+  CommunicatorStats published_stats_ ABSL_GUARDED_BY(mutex_);
+  // Device resources, created on the first device (or streamed) call, on its device.
+  int device_ ABSL_GUARDED_BY(mutex_) = -1;
+  std::unique_ptr<StreamFlags> flags_;
+  std::unique_ptr<DeviceSlotPool> send_slots_;
+  std::unique_ptr<DeviceSlotPool> recv_slots_;
+
+  // Pipeline thread only.
+  CompressionPolicy policy_;
+  CommunicatorStats stats_;
+  std::list<std::unique_ptr<MessageTask>> active_;
+  std::thread thread_;
+};
+
+}  // namespace ucclzip::pipeline

@@ -1,0 +1,61 @@
+#include "pipeline/envelope.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace ucclzip::pipeline {
+namespace {
+
+constexpr uint32_t kMagic = 0x45505a55;  // "UZPE" little-endian
+constexpr uint8_t kVersion = 1;
+
+void Put(uint8_t* at, uint64_t value, int bytes) {
+  for (int i = 0; i < bytes; ++i) at[i] = static_cast<uint8_t>(value >> (8 * i));
+}
+uint64_t Get(const uint8_t* at, int bytes) {
+  uint64_t value = 0;
+  for (int i = 0; i < bytes; ++i) value |= uint64_t{at[i]} << (8 * i);
+  return value;
+}
+
+}  // namespace
+
+std::array<uint8_t, kEnvelopeBytes> EncodeEnvelope(const Envelope& e) {
+  std::array<uint8_t, kEnvelopeBytes> bytes{};
+  Put(&bytes[0], kMagic, 4);
+  bytes[4] = kVersion;
+  bytes[5] = static_cast<uint8_t>(e.kind);
+  bytes[6] = static_cast<uint8_t>(e.dtype);
+  Put(&bytes[8], e.block_index, 4);
+  Put(&bytes[12], e.block_count, 4);
+  Put(&bytes[16], e.message_count, 8);
+  Put(&bytes[24], e.block_elements, 8);
+  Put(&bytes[32], e.raw_offset, 8);
+  Put(&bytes[40], e.raw_bytes, 8);
+  Put(&bytes[48], e.coded_offset, 8);
+  return bytes;
+}
+
+absl::StatusOr<Envelope> DecodeEnvelope(const uint8_t* bytes) {
+  if (Get(&bytes[0], 4) != kMagic || bytes[4] != kVersion) {
+    return absl::DataLossError(absl::StrCat("bad block envelope (magic ", Get(&bytes[0], 4), ", version ",
+                                            bytes[4], ")"));
+  }
+  if (bytes[5] > static_cast<uint8_t>(BlockKind::kFrame) || !IsValidDataType(bytes[6])) {
+    return absl::DataLossError(absl::StrCat("bad block envelope (kind ", bytes[5], ", dtype ", bytes[6], ")"));
+  }
+  Envelope e;
+  e.kind = static_cast<BlockKind>(bytes[5]);
+  e.dtype = static_cast<DataType>(bytes[6]);
+  e.block_index = static_cast<uint32_t>(Get(&bytes[8], 4));
+  e.block_count = static_cast<uint32_t>(Get(&bytes[12], 4));
+  e.message_count = Get(&bytes[16], 8);
+  e.block_elements = Get(&bytes[24], 8);
+  e.raw_offset = Get(&bytes[32], 8);
+  e.raw_bytes = Get(&bytes[40], 8);
+  e.coded_offset = Get(&bytes[48], 8);
+  return e;
+}
+
+}  // namespace ucclzip::pipeline
