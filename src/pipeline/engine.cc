@@ -53,6 +53,18 @@ absl::Status Engine::EnsureDevice(int device) {
     return absl::InvalidArgumentError(absl::StrCat("rank ", rank_, ": this communicator uses CUDA device ", device_,
                                                    ", not device ", device));
   }
+  // Allocate on the buffers' device, and leave the caller's current device as it was.
+  int caller_device = device;
+  cudaGetDevice(&caller_device);
+  cudaSetDevice(device);
+  struct RestoreDevice {
+    int device;
+    ~RestoreDevice() { cudaSetDevice(device); }
+  } restore{caller_device};
+  // Everything page-locked is allocated here, before this communicator queues any stream wait:
+  // a page-locked allocation may wait for the device to idle, and a stream wait only ends when
+  // the pipeline has finished, which could then never happen.
+  if (absl::Status s = transport_.PrepareDeviceStaging(device); !s.ok()) return s;
   absl::StatusOr<std::unique_ptr<StreamFlags>> flags = StreamFlags::Create();
   if (!flags.ok()) return flags.status();
   // Slots hold one pipeline block of the widest compressible type (fp32).

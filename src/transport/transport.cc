@@ -179,6 +179,16 @@ absl::Status Transport::Validate(Op& op, MemoryType type) const {
   return absl::OkStatus();
 }
 
+absl::Status Transport::PrepareDeviceStaging(int device) {
+  if (device_memory_direct()) return absl::OkStatus();
+  absl::StatusOr<StagingPath*> path = StagingPathFor(MemoryType::kDevice, device);
+  if (!path.ok()) {
+    return absl::Status(path.status().code(), absl::StrCat("rank ", rank_, ": preparing staging for device ", device, ": ",
+                                                           path.status().message()));
+  }
+  return absl::OkStatus();
+}
+
 std::shared_ptr<Request> Transport::Post(OpKind kind, int peer, uint8_t* data, size_t bytes, MemoryType type,
                                          OpTag tag, CompletionCallback on_complete) {
   auto request = std::make_shared<Request>(std::move(on_complete), wait_spin_);

@@ -67,6 +67,12 @@ class Transport {
   std::shared_ptr<Request> Recv(int peer, void* data, size_t bytes, MemoryType type, OpTag tag,
                                 CompletionCallback on_complete = {});
 
+  // Creates the pinned staging pool for `device` now instead of on the first staged transfer.
+  // A caller that is about to queue work which waits on transfers (the pipeline's stream
+  // waits) calls it first, because a page-locked allocation may wait for the device to idle.
+  // Does nothing where UCX takes device memory itself.
+  absl::Status PrepareDeviceStaging(int device);
+
   // Fails every pending and future operation with `why` and force-closes every endpoint, so
   // that peers see the failure too. Safe from any thread.
   void Abort(const absl::Status& why);
@@ -109,6 +115,8 @@ class Transport {
   // Hands a block to UCX: a send, a receive, or (with `probed`) the receive of a probed message.
   void PostNetwork(Block& block, uint8_t* buffer, size_t capacity, bool host_buffer, ucp_tag_message_h probed = nullptr);
   absl::StatusOr<StagingPath*> StagingFor(const Op& op);
+  // The staging path for host or device buffers, created on first use (any thread).
+  absl::StatusOr<StagingPath*> StagingPathFor(MemoryType type, int device);
   void CheckDeadlines();
   void HandleEndpointErrors();
   // Fails peers whose bootstrap connection hung up: the way dead peers show over transports
@@ -151,6 +159,9 @@ class Transport {
   // worker is destroyed.
   std::vector<std::unique_ptr<Op>> abandoned_;
   std::vector<void*> closing_;  // endpoint close requests in flight
+  // Created once under staging_mutex_ (StagingPathFor), then only read until destruction: the
+  // progress thread reads them without the lock for ops that StagingFor has already seen.
+  absl::Mutex staging_mutex_;
   std::unique_ptr<StagingPath> host_staging_;
   std::unique_ptr<StagingPath> device_staging_;
   bool any_endpoint_error_ = false;

@@ -123,25 +123,30 @@ void Transport::Start(Op& op) {
 }
 
 absl::StatusOr<StagingPath*> Transport::StagingFor(const Op& op) {
-  std::unique_ptr<StagingPath>& path = op.memory.type == MemoryType::kHost ? host_staging_ : device_staging_;
+  return StagingPathFor(op.memory.type, op.memory.device);
+}
+
+absl::StatusOr<StagingPath*> Transport::StagingPathFor(MemoryType type, int device) {
+  absl::MutexLock lock(&staging_mutex_);
+  std::unique_ptr<StagingPath>& path = type == MemoryType::kHost ? host_staging_ : device_staging_;
   if (path != nullptr) {
-    if (path->device() != op.memory.device) {
-      return absl::InvalidArgumentError(absl::StrCat("device ", op.memory.device, " memory, but this communicator stages for device ",
+    if (path->device() != device) {
+      return absl::InvalidArgumentError(absl::StrCat("device ", device, " memory, but this communicator stages for device ",
                                                      path->device(), "; use one device per communicator"));
     }
     return path.get();
   }
   const size_t blocks = std::max<size_t>(1, options_.staging_pool_bytes / options_.block_bytes / 2);
   std::unique_ptr<StagingEngine> engine;
-  if (op.memory.type == MemoryType::kHost) {
+  if (type == MemoryType::kHost) {
     engine = MakeHostStagingEngine();
   } else {
-    absl::StatusOr<std::unique_ptr<StagingEngine>> cuda = MakeCudaStagingEngine(op.memory.device, 2 * blocks);
+    absl::StatusOr<std::unique_ptr<StagingEngine>> cuda = MakeCudaStagingEngine(device, 2 * blocks);
     if (!cuda.ok()) return cuda.status();
     engine = std::move(*cuda);
   }
   absl::StatusOr<std::unique_ptr<StagingPath>> created =
-      StagingPath::Create(std::move(engine), options_.block_bytes, options_.staging_pool_bytes, op.memory.device);
+      StagingPath::Create(std::move(engine), options_.block_bytes, options_.staging_pool_bytes, device);
   if (!created.ok()) return created.status();
   path = std::move(*created);
   return path.get();
