@@ -22,18 +22,20 @@ void Destroy(DeviceSlot& slot) {
   if (slot.stream != nullptr) cudaStreamDestroy(slot.stream);
 }
 
-absl::Status Init(DeviceSlot& slot, uint64_t max_elements) {
-  absl::StatusOr<std::unique_ptr<GpuCodec>> codec = GpuCodec::Create(max_elements);
+absl::Status Init(DeviceSlot& slot, uint64_t block_bytes) {
+  // A block holds block_bytes of one type: fp8 gives the most elements (the codec's bound), and
+  // each type's frame and head are sized from its own element count.
+  absl::StatusOr<std::unique_ptr<GpuCodec>> codec = GpuCodec::Create(block_bytes);
   if (!codec.ok()) return codec.status();
   slot.codec = std::move(*codec);
-  // fp32 has the widest frames of the compressible types; the head is what lies before the raw
-  // plane, at most the header, the table and the index.
-  slot.frame_capacity = MaxFrameBytes(DataType::kFloat32, max_elements);
+  slot.frame_capacity = 0;
   slot.head_capacity = 0;
   for (DataType dtype : {DataType::kBFloat16, DataType::kFloat16, DataType::kFloat32, DataType::kFloat8E4M3,
                          DataType::kFloat8E5M2}) {
-    absl::StatusOr<FramePlan> plan = PlanFrame(dtype, max_elements);
+    const uint64_t elements = block_bytes / ElementSize(dtype);
+    absl::StatusOr<FramePlan> plan = PlanFrame(dtype, elements);
     if (!plan.ok()) return plan.status();
+    slot.frame_capacity = std::max(slot.frame_capacity, MaxFrameBytes(dtype, elements));
     slot.head_capacity = std::max(slot.head_capacity, plan->raw_offset);
   }
   if (absl::Status s = CudaCheck(cudaMalloc(reinterpret_cast<void**>(&slot.frame), slot.frame_capacity), "cudaMalloc frame"); !s.ok()) return s;
@@ -48,11 +50,11 @@ absl::Status Init(DeviceSlot& slot, uint64_t max_elements) {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<DeviceSlotPool>> DeviceSlotPool::Create(int count, uint64_t max_elements) {
+absl::StatusOr<std::unique_ptr<DeviceSlotPool>> DeviceSlotPool::Create(int count, uint64_t block_bytes) {
   std::unique_ptr<DeviceSlotPool> pool(new DeviceSlotPool());
   for (int i = 0; i < std::max(count, 1); ++i) {
     pool->slots_.push_back(std::make_unique<DeviceSlot>());
-    if (absl::Status s = Init(*pool->slots_.back(), max_elements); !s.ok()) return s;
+    if (absl::Status s = Init(*pool->slots_.back(), block_bytes); !s.ok()) return s;
     pool->free_.push_back(pool->slots_.back().get());
   }
   return pool;

@@ -29,8 +29,8 @@ struct DeviceSlot {
 
 class DeviceSlotPool {
  public:
-  // `count` slots for blocks of up to `max_elements` elements of any compressible type.
-  static absl::StatusOr<std::unique_ptr<DeviceSlotPool>> Create(int count, uint64_t max_elements);
+  // `count` slots for pipeline blocks of up to `block_bytes` bytes of any compressible type.
+  static absl::StatusOr<std::unique_ptr<DeviceSlotPool>> Create(int count, uint64_t block_bytes);
   ~DeviceSlotPool();
   DeviceSlotPool(const DeviceSlotPool&) = delete;
   DeviceSlotPool& operator=(const DeviceSlotPool&) = delete;

@@ -67,11 +67,10 @@ absl::Status Engine::EnsureDevice(int device) {
   if (absl::Status s = transport_.PrepareDeviceStaging(device); !s.ok()) return s;
   absl::StatusOr<std::unique_ptr<StreamFlags>> flags = StreamFlags::Create();
   if (!flags.ok()) return flags.status();
-  // Slots hold one pipeline block of the widest compressible type (fp32).
-  const uint64_t max_elements = std::max<uint64_t>(options_.pipeline_block_bytes / 4, 1);
-  absl::StatusOr<std::unique_ptr<DeviceSlotPool>> send = DeviceSlotPool::Create(options_.device_slots, max_elements);
+  const uint64_t block_bytes = std::max<uint64_t>(options_.pipeline_block_bytes, 1);
+  absl::StatusOr<std::unique_ptr<DeviceSlotPool>> send = DeviceSlotPool::Create(options_.device_slots, block_bytes);
   if (!send.ok()) return send.status();
-  absl::StatusOr<std::unique_ptr<DeviceSlotPool>> recv = DeviceSlotPool::Create(options_.device_slots, max_elements);
+  absl::StatusOr<std::unique_ptr<DeviceSlotPool>> recv = DeviceSlotPool::Create(options_.device_slots, block_bytes);
   if (!recv.ok()) return recv.status();
   flags_ = std::move(*flags);
   send_slots_ = std::move(*send);
