@@ -6,7 +6,8 @@
 #   weightsync, Llama-3-8B-shaped, compressed vs uncompressed    (target >= 1.35x)
 # Logs go to $OUT; a table of the ratios is printed.
 #   BUILD            build folder (default: build)
-#   PIPELINE_BLOCKS  pipeline block sizes to try (default: "64M"; e.g. "16M 64M 256M")
+#   PIPELINE_BLOCKS  pipeline block sizes to try for every case (default: "64M")
+#   PIPELINE_SWEEP_BLOCKS  further block sizes for the 256 MB case over shared memory only
 #   ITERS            timed iterations (default 10)
 set -euo pipefail
 bench="${BUILD:-build}/benchmarks/ucclzip-bench"
@@ -33,6 +34,15 @@ for block in ${PIPELINE_BLOCKS:-64M}; do
     "$bench" weightsync --ranks 2 --memory device --tls "$tls" --compress on --iters 3 --warmup 1 \
       --pipeline_block "$block" --json 2>"$OUT/weightsync-$name-$block.err" \
       | sed "s/^{/{\"case\":\"weightsync\",\"block\":\"$block\",/" >>"$summary"
+  done
+done
+
+# Block-size sweep on the main case only (256 MB bf16 over shared memory), to choose the default.
+for block in ${PIPELINE_SWEEP_BLOCKS:-}; do
+  for mode in off on; do
+    "$bench" sendrecv --ranks 2 --memory device --tls posix,sysv --compress "$mode" --dist gaussian:0.02 \
+      --min_bytes 256M --max_bytes 256M --iters "$iters" --warmup 3 --pipeline_block "$block" --json \
+      2>"$OUT/sweep-$mode-$block.err" | sed "s/^{/{\"case\":\"gaussian\",\"block\":\"$block\",/" >>"$summary"
   done
 done
 
