@@ -7,6 +7,10 @@
 namespace ucclzip::pipeline {
 
 absl::StatusOr<std::unique_ptr<StreamFlags>> StreamFlags::Create() {
+  if (cudaError_t err = PreloadWaitForFlag(); err != cudaSuccess) {
+    cudaGetLastError();
+    return absl::InternalError(absl::StrCat("loading the stream-wait kernel: ", cudaGetErrorString(err)));
+  }
   void* host = nullptr;
   if (cudaError_t err = cudaHostAlloc(&host, kCount * sizeof(uint32_t), cudaHostAllocMapped); err != cudaSuccess) {
     cudaGetLastError();

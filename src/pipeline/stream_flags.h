@@ -45,5 +45,8 @@ class StreamFlags {
 
 // Queues the spin-wait kernel (stream_wait.cu).
 cudaError_t LaunchWaitForFlag(const uint32_t* flag, uint32_t target, cudaStream_t stream);
+// Loads the wait kernel now: a lazy load at its first launch may synchronise the context while
+// another communicator's wait is spinning.
+cudaError_t PreloadWaitForFlag();
 
 }  // namespace ucclzip::pipeline

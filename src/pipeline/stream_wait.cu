@@ -11,6 +11,11 @@ __global__ void WaitForFlag(const volatile uint32_t* flag, uint32_t target) {
 
 }  // namespace
 
+cudaError_t PreloadWaitForFlag() {
+  cudaFuncAttributes attributes;
+  return cudaFuncGetAttributes(&attributes, WaitForFlag);
+}
+
 cudaError_t LaunchWaitForFlag(const uint32_t* flag, uint32_t target, cudaStream_t stream) {
   WaitForFlag<<<1, 1, 0, stream>>>(flag, target);
   return cudaGetLastError();

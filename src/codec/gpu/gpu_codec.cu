@@ -63,6 +63,10 @@ absl::StatusOr<std::unique_ptr<GpuCodec>> GpuCodec::Create(uint64_t max_count) {
     return s;
   }
   if (auto s = CudaStatus(cudaMemset(ws->device, 0, sizeof(DeviceWorkspace)), context); !s.ok()) return s;
+  for (cudaError_t err : {codec::gpu::PreloadKernels<codec::Split8>(), codec::gpu::PreloadKernels<codec::Split16>(),
+                          codec::gpu::PreloadKernels<codec::Split32>(), codec::gpu::PreloadStoredKernel()}) {
+    if (auto s = CudaStatus(err, absl::StrCat(context, ": loading the codec kernels")); !s.ok()) return s;
+  }
   ws->chunk_scan.Init(static_cast<int>(max_chunks), ws->chunk_scan_storage, scan_bytes);
   return std::unique_ptr<GpuCodec>(new GpuCodec(max_count, std::move(ws)));
 }

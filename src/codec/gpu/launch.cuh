@@ -37,9 +37,6 @@ cudaError_t LaunchCompress(const CompressLaunch& launch) {
 
 template <typename Split, bool kAligned>
 cudaError_t LaunchDecompressAs(const DecompressLaunch& launch) {
-  static const cudaError_t configured = cudaFuncSetAttribute(
-      DecodeKernel<Split, kAligned>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kDecodeSharedBytes));
-  if (configured != cudaSuccess) return configured;
   DecodeArgs args{launch.frame, launch.frame_capacity, launch.dtype, launch.element_size, launch.splittable,
                   launch.output, launch.count, launch.error_word};
   // Grid: enough warps for the most chunks the shortest lanes could give, capped at a few
@@ -57,8 +54,25 @@ cudaError_t LaunchDecompress(const DecompressLaunch& launch) {
                                                                 : LaunchDecompressAs<Split, false>(launch);
 }
 
+template <typename Split>
+cudaError_t PreloadKernels() {
+  cudaFuncAttributes attributes;
+  for (cudaError_t err : {cudaFuncGetAttributes(&attributes, SplitKernel<Split, true>),
+                          cudaFuncGetAttributes(&attributes, SplitKernel<Split, false>),
+                          cudaFuncGetAttributes(&attributes, EncodeKernel<Split, true>),
+                          cudaFuncGetAttributes(&attributes, EncodeKernel<Split, false>),
+                          cudaFuncSetAttribute(DecodeKernel<Split, true>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               static_cast<int>(kDecodeSharedBytes)),
+                          cudaFuncSetAttribute(DecodeKernel<Split, false>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               static_cast<int>(kDecodeSharedBytes))}) {
+    if (err != cudaSuccess) return err;
+  }
+  return cudaSuccess;
+}
+
 #define UCCLZIP_INSTANTIATE_CODEC_LAUNCHERS(Split)                               \
   template cudaError_t LaunchCompress<Split>(const CompressLaunch& launch);     \
-  template cudaError_t LaunchDecompress<Split>(const DecompressLaunch& launch);
+  template cudaError_t LaunchDecompress<Split>(const DecompressLaunch& launch); \
+  template cudaError_t PreloadKernels<Split>();
 
 }  // namespace ucclzip::codec::gpu

@@ -50,4 +50,12 @@ cudaError_t LaunchDecompress(const DecompressLaunch& launch);
 // A stored frame: header and a copy of the elements.
 cudaError_t LaunchStoredCompress(const CompressLaunch& launch);
 
+// Loads the kernels of a split (and sets their launch attributes) on the current device now.
+// CUDA loads modules lazily by default, and loading at a kernel's first launch may synchronise
+// the whole context: if a kernel already running waits for work that this launch feeds (as the
+// pipeline's stream waits do), that would never return.
+template <typename Split>
+cudaError_t PreloadKernels();
+cudaError_t PreloadStoredKernel();
+
 }  // namespace ucclzip::codec::gpu

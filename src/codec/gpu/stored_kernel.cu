@@ -32,4 +32,9 @@ cudaError_t LaunchStoredCompress(const CompressLaunch& launch) {
   return cudaGetLastError();
 }
 
+cudaError_t PreloadStoredKernel() {
+  cudaFuncAttributes attributes;
+  return cudaFuncGetAttributes(&attributes, StoredCompressKernel);
+}
+
 }  // namespace ucclzip::codec::gpu
