@@ -124,10 +124,6 @@ class GpuCodec {
   // (or the internal error of a Compress whose output outgrew its proven bound).
   absl::Status StreamStatus(cudaStream_t stream);
 
-  // Device address of the decode error word (0 = no error), for callers that fold it into their
-  // own completion checks.
-  const uint32_t* device_error_word() const;
-
  private:
   struct Workspace;
   GpuCodec(uint64_t max_count, std::unique_ptr<Workspace> workspace);

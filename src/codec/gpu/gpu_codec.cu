@@ -163,6 +163,4 @@ absl::Status GpuCodec::StreamStatus(cudaStream_t stream) {
   return DecodeErrorToStatus(words[0], "GPU decompress");
 }
 
-const uint32_t* GpuCodec::device_error_word() const { return &workspace_->device->decode_error; }
-
 }  // namespace ucclzip
