@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <iterator>
@@ -72,6 +73,15 @@ absl::Status LaunchLocalRanks(int ranks) {
   }
   if (failed.empty()) return absl::OkStatus();
   return absl::InternalError(absl::StrCat("failed: ", absl::StrJoin(failed, ", ")));
+}
+
+int RunRankOrLaunch(const char* name, int ranks, absl::Status (*rank_main)()) {
+  absl::Status status = RunningAsRank() ? rank_main() : LaunchLocalRanks(ranks);
+  if (!status.ok()) {
+    std::fprintf(stderr, "%s: %s\n", name, status.ToString().c_str());
+    return 1;
+  }
+  return 0;
 }
 
 }  // namespace ucclzip::bench

@@ -15,4 +15,8 @@ bool RunningAsRank();
 // Runs `ranks` copies of this process and waits for them; an error names the ranks that failed.
 absl::Status LaunchLocalRanks(int ranks);
 
+// A subcommand's main: runs `rank_main` when this process is a rank, else starts `ranks` local
+// ranks; prints a failure as "<name>: <status>" and returns the exit code.
+int RunRankOrLaunch(const char* name, int ranks, absl::Status (*rank_main)());
+
 }  // namespace ucclzip::bench

@@ -351,12 +351,7 @@ absl::Status RunRank() {
 }
 
 int SendRecvMain(const std::vector<std::string>&) {
-  absl::Status status = RunningAsRank() ? RunRank() : LaunchLocalRanks(absl::GetFlag(FLAGS_ranks));
-  if (!status.ok()) {
-    std::fprintf(stderr, "sendrecv: %s\n", status.ToString().c_str());
-    return 1;
-  }
-  return 0;
+  return RunRankOrLaunch("sendrecv", absl::GetFlag(FLAGS_ranks), RunRank);
 }
 
 const RegisterSubcommand kRegister("sendrecv", "transport point-to-point bandwidth and 8 B latency (uncompressed)",

@@ -209,12 +209,7 @@ absl::Status RunRank() {
 }
 
 int WeightSyncMain(const std::vector<std::string>&) {
-  absl::Status status = RunningAsRank() ? RunRank() : LaunchLocalRanks(absl::GetFlag(FLAGS_ranks));
-  if (!status.ok()) {
-    std::fprintf(stderr, "weightsync: %s\n", status.ToString().c_str());
-    return 1;
-  }
-  return 0;
+  return RunRankOrLaunch("weightsync", absl::GetFlag(FLAGS_ranks), RunRank);
 }
 
 const RegisterSubcommand kRegister("weightsync", "one sender to N receivers: a Llama-3-8B-shaped model, compressed vs not",
