@@ -4,6 +4,8 @@
 // 1 GB, compressed, uncompressed and auto. Skips without a GPU.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "gpu_test.h"
 #include "pipeline_test_util.h"
@@ -39,14 +41,20 @@ absl::Status DeviceRoundTrip(Communicator& comm, const DeviceMessage& m, uint64_
     if (status.ok()) status = WaitOk(op, what);
     if (status.ok()) status = Cuda(cudaStreamSynchronize(stream), "sync");
   } else if (status.ok()) {
-    status = Cuda(cudaMemsetAsync(device, 0, bytes, stream), "clear");
-    Operation op = comm.Recv(device, m.count, m.dtype, 0, stream);
-    std::vector<uint8_t> back(bytes);
-    // Queued right after the Recv: it must see the received data.
-    if (status.ok()) status = Cuda(cudaMemcpyAsync(back.data(), device, bytes, cudaMemcpyDeviceToHost, stream), "copy back");
-    if (status.ok()) status = Cuda(cudaStreamSynchronize(stream), "sync");
-    if (status.ok()) status = WaitOk(op, what);
-    if (status.ok()) status = ExpectSameBytes(back.data(), host.data(), bytes, what);
+    // Pinned, allocated before the Recv: a copy into pageable memory would block this thread,
+    // and a page-locked allocation may wait for the stream wait the Recv queues.
+    uint8_t* back = nullptr;
+    status = Cuda(cudaMallocHost(reinterpret_cast<void**>(&back), std::max<size_t>(bytes, 1)), "cudaMallocHost");
+    if (status.ok()) status = Cuda(cudaMemsetAsync(device, 0, bytes, stream), "clear");
+    if (status.ok()) {
+      Operation op = comm.Recv(device, m.count, m.dtype, 0, stream);
+      // Queued right after the Recv: it must see the received data.
+      status = Cuda(cudaMemcpyAsync(back, device, bytes, cudaMemcpyDeviceToHost, stream), "copy back");
+      if (status.ok()) status = Cuda(cudaStreamSynchronize(stream), "sync");
+      status.Update(WaitOk(op, what));
+      if (status.ok()) status = ExpectSameBytes(back, host.data(), bytes, what);
+    }
+    cudaFreeHost(back);
   }
   cudaFree(device);
   cudaStreamDestroy(stream);
@@ -96,17 +104,19 @@ TEST(PipelineDevice, GroupedSendAndRecvOnOneStreamDoNotDeadlock) {
     absl::Status status = Cuda(cudaStreamCreate(&stream), "stream");
     status.Update(Cuda(cudaMalloc(&out, count * 2), "malloc"));
     status.Update(Cuda(cudaMalloc(&in, count * 2), "malloc"));
+    uint8_t* back = nullptr;  // pinned, before anything is queued (see DeviceRoundTrip)
+    status.Update(Cuda(cudaMallocHost(reinterpret_cast<void**>(&back), count * 2), "cudaMallocHost"));
     status.Update(Cuda(cudaMemcpyAsync(out, mine.data(), count * 2, cudaMemcpyHostToDevice, stream), "fill"));
     const int peer = 1 - context.rank;
     (*comm)->GroupStart();
     (*comm)->Recv(in, count, DataType::kBFloat16, peer, stream);
     (*comm)->Send(out, count, DataType::kBFloat16, peer, stream);
     Operation group = (*comm)->GroupEnd();
-    std::vector<uint8_t> back(count * 2);
-    status.Update(Cuda(cudaMemcpyAsync(back.data(), in, count * 2, cudaMemcpyDeviceToHost, stream), "copy back"));
+    status.Update(Cuda(cudaMemcpyAsync(back, in, count * 2, cudaMemcpyDeviceToHost, stream), "copy back"));
     status.Update(Cuda(cudaStreamSynchronize(stream), "sync"));
     status.Update(WaitOk(group, "group"));
-    if (status.ok()) status = ExpectSameBytes(back.data(), theirs.data(), back.size(), "exchanged tensor");
+    if (status.ok()) status = ExpectSameBytes(back, theirs.data(), count * 2, "exchanged tensor");
+    cudaFreeHost(back);
     cudaFree(out);
     cudaFree(in);
     cudaStreamDestroy(stream);
