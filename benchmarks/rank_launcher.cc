@@ -1,9 +1,11 @@
 #include "rank_launcher.h"
 
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -40,10 +42,14 @@ absl::Status LaunchLocalRanks(int ranks) {
   if (!port.ok()) return port.status();
 
   std::vector<pid_t> children;
+  const pid_t launcher = getpid();
   for (int rank = 0; rank < ranks; ++rank) {
     pid_t pid = fork();
     if (pid < 0) return absl::InternalError("fork failed");
     if (pid == 0) {
+      // A rank must not outlive its launcher (killed by a timeout, say) and hold the GPU.
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != launcher) std::_Exit(127);
       setenv("UCCLZIP_RANK", absl::StrCat(rank).c_str(), 1);
       setenv("UCCLZIP_WORLD_SIZE", absl::StrCat(ranks).c_str(), 1);
       setenv("UCCLZIP_LOCAL_RANK", absl::StrCat(rank).c_str(), 1);

@@ -9,7 +9,8 @@
 #   PIPELINE_BLOCKS  pipeline block sizes to try for every case (default: "64M")
 #   PIPELINE_SWEEP_BLOCKS  further block sizes for the 256 MB case over shared memory only
 #   ITERS            timed iterations (default 10)
-set -euo pipefail
+#   CASE_TIMEOUT     seconds before a case counts as hung (default 150)
+set -uo pipefail
 bench="${BUILD:-build}/benchmarks/ucclzip-bench"
 OUT=${OUT:?set OUT to the folder for the logs}
 mkdir -p "$OUT"
@@ -17,32 +18,51 @@ iters=${ITERS:-10}
 declare -A transports=([tcp]=tcp [shm]=posix,sysv)
 summary="$OUT/pipeline-summary.jsonl"
 : >"$summary"
+limit=${CASE_TIMEOUT:-150}
+
+# run_case CASE BLOCK LOG -- ucclzip-bench arguments: appends the JSON line, tagged with the case
+# and block, to the summary. A case still running after $limit seconds has its ranks' stacks
+# written to its log (when gdb is there) and is killed; the others still run.
+run_case() {
+  local case=$1 block=$2 log=$3
+  shift 4
+  "$bench" "$@" --pipeline_block "$block" --json >"$log.json" 2>"$log" &
+  local pid=$! waited=0
+  while kill -0 "$pid" 2>/dev/null && ((waited < limit)); do sleep 1; waited=$((waited + 1)); done
+  if kill -0 "$pid" 2>/dev/null; then
+    echo "$case $block: still running after ${limit}s; killed (stacks in $(basename "$log"))"
+    if command -v gdb >/dev/null; then
+      for rank in $(pgrep -P "$pid"); do
+        gdb -p "$rank" -batch -nx -ex 'thread apply all bt 30' >>"$log" 2>&1
+      done
+    fi
+    kill -9 "$pid"
+  fi
+  wait "$pid" || echo "$case $block: failed: $(tail -c 400 "$log")"
+  sed "s/^{/{\"case\":\"$case\",\"block\":\"$block\",/" "$log.json" >>"$summary"
+}
 
 for block in ${PIPELINE_BLOCKS:-64M}; do
   for name in tcp shm; do
     tls=${transports[$name]}
     for mode in off on; do
-      "$bench" sendrecv --ranks 2 --memory device --tls "$tls" --compress "$mode" --dist gaussian:0.02 \
-        --min_bytes 256M --max_bytes 256M --iters "$iters" --warmup 3 --pipeline_block "$block" --json \
-        2>"$OUT/gaussian-$name-$mode-$block.err" | sed "s/^{/{\"case\":\"gaussian\",\"block\":\"$block\",/" >>"$summary"
+      run_case gaussian "$block" "$OUT/gaussian-$name-$mode-$block.err" -- sendrecv --ranks 2 --memory device \
+        --tls "$tls" --compress "$mode" --dist gaussian:0.02 --min_bytes 256M --max_bytes 256M --iters "$iters" --warmup 3
     done
     for mode in off auto; do
-      "$bench" sendrecv --ranks 2 --memory device --tls "$tls" --compress "$mode" --dist random-bytes \
-        --min_bytes 256M --max_bytes 256M --iters "$iters" --warmup 3 --pipeline_block "$block" --json \
-        2>"$OUT/random-$name-$mode-$block.err" | sed "s/^{/{\"case\":\"random\",\"block\":\"$block\",/" >>"$summary"
+      run_case random "$block" "$OUT/random-$name-$mode-$block.err" -- sendrecv --ranks 2 --memory device \
+        --tls "$tls" --compress "$mode" --dist random-bytes --min_bytes 256M --max_bytes 256M --iters "$iters" --warmup 3
     done
-    "$bench" weightsync --ranks 2 --memory device --tls "$tls" --compress on --iters 3 --warmup 1 \
-      --pipeline_block "$block" --json 2>"$OUT/weightsync-$name-$block.err" \
-      | sed "s/^{/{\"case\":\"weightsync\",\"block\":\"$block\",/" >>"$summary"
+    run_case weightsync "$block" "$OUT/weightsync-$name-$block.err" -- weightsync --ranks 2 --memory device \
+      --tls "$tls" --compress on --iters 3 --warmup 1
   done
 done
 
 # Block-size sweep on the main case only (256 MB bf16 over shared memory), to choose the default.
 for block in ${PIPELINE_SWEEP_BLOCKS:-}; do
   for mode in off on; do
-    "$bench" sendrecv --ranks 2 --memory device --tls posix,sysv --compress "$mode" --dist gaussian:0.02 \
-      --min_bytes 256M --max_bytes 256M --iters "$iters" --warmup 3 --pipeline_block "$block" --json \
-      2>"$OUT/sweep-$mode-$block.err" | sed "s/^{/{\"case\":\"gaussian\",\"block\":\"$block\",/" >>"$summary"
+    run_case gaussian "$block" "$OUT/sweep-$mode-$block.err" -- sendrecv --ranks 2 --memory device --tls posix,sysv \
+      --compress "$mode" --dist gaussian:0.02 --min_bytes 256M --max_bytes 256M --iters "$iters" --warmup 3
   done
 done
 

@@ -75,7 +75,7 @@ TEST(PipelineDevice, EveryTypeAndSizeUpTo1GBArrivesBitExact) {
   messages.push_back({DataType::kFloat32, 64ull << 20, {DistKind::kGaussian, 1.0}, CompressionMode::kOff});
   messages.push_back({DataType::kBFloat16, 512ull << 20, {DistKind::kGaussian, 0.02}, CompressionMode::kAuto});  // 1 GB
   for (const char* tls : {"tcp", "posix,sysv"}) {
-    ExpectRanksSucceeded(RunRanks({.world_size = 2, .kill_after = absl::Minutes(10)}, [&](const RankContext& context) -> absl::Status {
+    ExpectRanksSucceeded(RunRanks({.world_size = 2, .kill_after = absl::Minutes(3)}, [&](const RankContext& context) -> absl::Status {
       if (absl::Status s = Cuda(cudaSetDevice(0), "cudaSetDevice"); !s.ok()) return s;
       transport::TransportOptions options;
       options.ucx_transports = tls;

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -57,6 +58,20 @@ std::string ReadFile(const std::string& path) {
   return text.str();
 }
 
+// The threads' stacks of a hung rank, when gdb is installed: they say where it hangs, which a
+// bare "killed" does not.
+std::string StacksOf(pid_t pid) {
+  if (std::system("command -v gdb >/dev/null 2>&1") != 0) return "(no gdb to print the stacks)\n";
+  const std::string command = absl::StrCat("gdb -p ", pid, " -batch -nx -ex 'thread apply all bt 30' 2>&1");
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return "(gdb did not start)\n";
+  std::string stacks;
+  char chunk[4096];
+  for (size_t n; (n = std::fread(chunk, 1, sizeof(chunk), pipe)) > 0;) stacks.append(chunk, n);
+  pclose(pipe);
+  return stacks;
+}
+
 std::string CurrentTestFilter() {
   const ::testing::TestInfo* info = ::testing::UnitTest::GetInstance()->current_test_info();
   return absl::StrCat("--gtest_filter=", info->test_suite_name(), ".", info->name());
@@ -87,8 +102,12 @@ std::vector<RankOutcome> RunRanks(const LaunchOptions& options, const RankBody& 
   for (int rank = 0; rank < options.world_size; ++rank) {
     if (std::count(options.absent_ranks.begin(), options.absent_ranks.end(), rank)) continue;
     std::string log = absl::StrCat(::testing::TempDir(), "ucclzip_rank_", getpid(), "_", rank, ".log");
+    const pid_t parent = getpid();
     pid_t pid = fork();
     if (pid == 0) {
+      // A rank must not outlive its test (killed by ctest's timeout, say) and hold the GPU.
+      prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid() != parent) std::_Exit(127);
       int out = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
       dup2(out, STDOUT_FILENO);
       dup2(out, STDERR_FILENO);
@@ -116,6 +135,7 @@ std::vector<RankOutcome> RunRanks(const LaunchOptions& options, const RankBody& 
   const absl::Time kill_at = absl::Now() + options.kill_after;
   size_t running = pids.size();
   std::vector<bool> reaped(pids.size(), false);
+  std::vector<std::string> stacks(pids.size());
   bool killed = false;
   while (running > 0) {
     for (size_t i = 0; i < pids.size(); ++i) {
@@ -131,14 +151,16 @@ std::vector<RankOutcome> RunRanks(const LaunchOptions& options, const RankBody& 
     if (running > 0 && !killed && absl::Now() > kill_at) {
       killed = true;
       for (size_t i = 0; i < pids.size(); ++i) {
-        if (!reaped[i]) kill(pids[i], SIGKILL);
+        if (reaped[i]) continue;
+        stacks[i] = absl::StrCat("\n--- stacks of the hung rank ", outcomes[i].rank, " ---\n", StacksOf(pids[i]));
+        kill(pids[i], SIGKILL);
       }
       ADD_FAILURE() << "ranks still running after " << options.kill_after << "; killed";
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
   for (size_t i = 0; i < pids.size(); ++i) {
-    outcomes[i].output = ReadFile(logs[i]);
+    outcomes[i].output = ReadFile(logs[i]) + stacks[i];
     std::remove(logs[i].c_str());
   }
   return outcomes;
