@@ -17,6 +17,7 @@
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/str_format.h"
 #include "bench_cli.h"
 #include "bench_registry.h"
@@ -162,6 +163,9 @@ struct PipelineMeasured {
   uint64_t wrong = 0;
   double ratio = 1;
   uint64_t wire_saved = 0;  // per message
+  // Per message, GPU or CPU codec time from launch to done as the pipeline saw it (stats).
+  double encode_us = 0;
+  double decode_us = 0;
 };
 
 // One size through Communicator::Send/Recv: rank 0 sends to rank 1 (oneway); the time is the
@@ -203,10 +207,17 @@ absl::StatusOr<PipelineMeasured> MeasurePipelineSize(Communicator& comm, transpo
     measured.wire_saved = payload > wire ? (payload - wire) / iterations : 0;
   }
   if (comm.rank() == 1) measured.wrong = (*buffer)->CountWrong(tensor);
-  absl::StatusOr<std::vector<std::string>> counts = bootstrap.AllGather(absl::StrCat(measured.wrong), absl::Now() + kWait);
-  if (!counts.ok()) return counts.status();
+  const double codec_us = (after.codec_seconds - before.codec_seconds) * 1e6 / iterations;
+  absl::StatusOr<std::vector<std::string>> reports =
+      bootstrap.AllGather(absl::StrCat(measured.wrong, " ", codec_us), absl::Now() + kWait);
+  if (!reports.ok()) return reports.status();
   measured.wrong = 0;
-  for (const std::string& c : *counts) measured.wrong += std::stoull(c);
+  for (size_t r = 0; r < reports->size(); ++r) {
+    std::vector<std::string> fields = absl::StrSplit((*reports)[r], ' ');
+    measured.wrong += std::stoull(fields[0]);
+    if (r == 0) measured.encode_us = std::stod(fields[1]);
+    if (r == 1) measured.decode_us = std::stod(fields[1]);
+  }
   return measured;
 }
 
@@ -226,8 +237,8 @@ absl::Status RunPipelineRank(const BootstrapConfig& config, bool device, DataTyp
   if (report && !json) {
     std::printf("# ucclzip-bench sendrecv: pipeline, compress %s, %s memory, UCX_TLS=%s, %s, oneway\n",
                 CompressionName(*mode), device ? "device" : "host", tls.c_str(), absl::GetFlag(FLAGS_dist).c_str());
-    std::printf("#%11s %12s %6s %10s %12s %7s %12s %7s\n", "size", "count", "type", "time(us)", "algbw(GB/s)", "ratio",
-                "saved(B)", "#wrong");
+    std::printf("#%11s %12s %6s %10s %12s %7s %12s %10s %10s %7s\n", "size", "count", "type", "time(us)", "algbw(GB/s)",
+                "ratio", "saved(B)", "encode(us)", "decode(us)", "#wrong");
   }
   const size_t min_bytes = absl::GetFlag(FLAGS_min_bytes).bytes, max_bytes = absl::GetFlag(FLAGS_max_bytes).bytes;
   for (size_t bytes = std::max<size_t>(min_bytes, ElementSize(dtype)); bytes <= max_bytes; bytes *= 2) {
@@ -237,14 +248,16 @@ absl::Status RunPipelineRank(const BootstrapConfig& config, bool device, DataTyp
     if (!report) continue;
     if (json) {
       std::printf("{\"bench\":\"sendrecv\",\"size\":%zu,\"type\":\"%s\",\"time_us\":%.2f,\"algbw_GBps\":%.4f,"
-                  "\"ratio\":%.4f,\"wire_saved\":%llu,\"wrong\":%llu,\"memory\":\"%s\",\"tls\":\"%s\","
-                  "\"compress\":\"%s\",\"dist\":\"%s\"}\n",
+                  "\"ratio\":%.4f,\"wire_saved\":%llu,\"encode_us\":%.1f,\"decode_us\":%.1f,\"wrong\":%llu,"
+                  "\"memory\":\"%s\",\"tls\":\"%s\",\"compress\":\"%s\",\"dist\":\"%s\"}\n",
                   bytes, DataTypeName(dtype), m->time_us, algbw, m->ratio, static_cast<unsigned long long>(m->wire_saved),
+                  m->encode_us, m->decode_us,
                   static_cast<unsigned long long>(m->wrong), device ? "device" : "host", tls.c_str(), CompressionName(*mode),
                   absl::GetFlag(FLAGS_dist).c_str());
     } else {
-      std::printf("%12zu %12zu %6s %10.2f %12.3f %7.3f %12llu %7llu\n", bytes, bytes / ElementSize(dtype),
+      std::printf("%12zu %12zu %6s %10.2f %12.3f %7.3f %12llu %10.1f %10.1f %7llu\n", bytes, bytes / ElementSize(dtype),
                   DataTypeName(dtype), m->time_us, algbw, m->ratio, static_cast<unsigned long long>(m->wire_saved),
+                  m->encode_us, m->decode_us,
                   static_cast<unsigned long long>(m->wrong));
     }
     std::fflush(stdout);

@@ -9,7 +9,7 @@
 #   PIPELINE_BLOCKS  pipeline block sizes to try for every case (default: "64M")
 #   PIPELINE_SWEEP_BLOCKS  further block sizes for the 256 MB case over shared memory only
 #   ITERS            timed iterations (default 10)
-#   CASE_TIMEOUT     seconds before a case counts as hung (default 150)
+#   CASE_TIMEOUT     seconds before a case counts as hung (default 150; weightsync gets 3 times that)
 set -uo pipefail
 bench="${BUILD:-build}/benchmarks/ucclzip-bench"
 OUT=${OUT:?set OUT to the folder for the logs}
@@ -27,10 +27,10 @@ run_case() {
   local case=$1 block=$2 log=$3
   shift 4
   "$bench" "$@" --pipeline_block "$block" --json >"$log.json" 2>"$log" &
-  local pid=$! waited=0
-  while kill -0 "$pid" 2>/dev/null && ((waited < limit)); do sleep 1; waited=$((waited + 1)); done
+  local pid=$! waited=0 case_limit=${CASE_LIMIT:-$limit}
+  while kill -0 "$pid" 2>/dev/null && ((waited < case_limit)); do sleep 1; waited=$((waited + 1)); done
   if kill -0 "$pid" 2>/dev/null; then
-    echo "$case $block: still running after ${limit}s; killed (stacks in $(basename "$log"))"
+    echo "$case $block: still running after ${case_limit}s; killed (stacks in $(basename "$log"))"
     if command -v gdb >/dev/null; then
       for rank in $(pgrep -P "$pid"); do
         gdb -p "$rank" -batch -nx -ex 'thread apply all bt 30' >>"$log" 2>&1
@@ -53,7 +53,8 @@ for block in ${PIPELINE_BLOCKS:-64M}; do
       run_case random "$block" "$OUT/random-$name-$mode-$block.err" -- sendrecv --ranks 2 --memory device \
         --tls "$tls" --compress "$mode" --dist random-bytes --min_bytes 256M --max_bytes 256M --iters "$iters" --warmup 3
     done
-    run_case weightsync "$block" "$OUT/weightsync-$name-$block.err" -- weightsync --ranks 2 --memory device \
+    # 16 GB a sync, 8 syncs: allow minutes.
+    CASE_LIMIT=$((limit * 3)) run_case weightsync "$block" "$OUT/weightsync-$name-$block.err" -- weightsync --ranks 2 --memory device \
       --tls "$tls" --compress on --iters 3 --warmup 1
   done
 done
