@@ -7,7 +7,7 @@
 # Logs go to $OUT; a table of the ratios is printed.
 #   BUILD            build folder (default: build)
 #   PIPELINE_BLOCKS  pipeline block sizes to try for every case (default: "64M")
-#   PIPELINE_SWEEP_BLOCKS  further block sizes for the 256 MB case over shared memory only
+#   PIPELINE_SWEEP_BLOCKS  further block sizes for the 256 MB Gaussian case only
 #   ITERS            timed iterations (default 10)
 #   CASE_TIMEOUT     seconds before a case counts as hung (default 150; weightsync gets 3 times that)
 set -uo pipefail
@@ -59,18 +59,22 @@ for block in ${PIPELINE_BLOCKS:-64M}; do
   done
 done
 
-# Block-size sweep on the main case only (256 MB bf16 over shared memory), to choose the default.
+# Block-size sweep on the main case only (256 MB bf16), to choose the default.
 for block in ${PIPELINE_SWEEP_BLOCKS:-}; do
-  for mode in off on; do
-    run_case gaussian "$block" "$OUT/sweep-$mode-$block.err" -- sendrecv --ranks 2 --memory device --tls posix,sysv \
-      --compress "$mode" --dist gaussian:0.02 --min_bytes 256M --max_bytes 256M --iters "$iters" --warmup 3
+  for name in tcp shm; do
+    for mode in off on; do
+      run_case gaussian "$block" "$OUT/sweep-$name-$mode-$block.err" -- sendrecv --ranks 2 --memory device \
+        --tls "${transports[$name]}" --compress "$mode" --dist gaussian:0.02 --min_bytes 256M --max_bytes 256M \
+        --iters "$iters" --warmup 3
+    done
   done
 done
 
 python3 - "$summary" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
-print(f"{'case':11} {'tls':11} {'block':6} {'uncompressed':>14} {'compressed':>14} {'ratio':>7} {'speedup':>8} {'target':>7} {'#wrong':>6}")
+print(f"{'case':11} {'tls':11} {'block':6} {'uncompressed':>14} {'compressed':>14} {'ratio':>7} {'speedup':>8} {'target':>7} "
+      f"{'enc(us)':>8} {'dec(us)':>8} {'#wrong':>6}")
 sr = {}
 for r in rows:
     if r["case"] in ("gaussian", "random"):
@@ -81,9 +85,9 @@ for (case, tls, block), m in sr.items():
     target = 1.40 if case == "gaussian" else 0.97
     speed = on["algbw_GBps"] / off["algbw_GBps"] if off["algbw_GBps"] else 0
     print(f"{case:11} {tls:11} {block:6} {off['algbw_GBps']:11.2f}GB/s {on['algbw_GBps']:11.2f}GB/s {on['ratio']:7.3f} "
-          f"{speed:7.2f}x {target:6.2f}x {off['wrong'] + on['wrong']:6}")
+          f"{speed:7.2f}x {target:6.2f}x {on.get('encode_us', 0):8.0f} {on.get('decode_us', 0):8.0f} {off['wrong'] + on['wrong']:6}")
 for r in rows:
     if r["case"] == "weightsync":
         print(f"{'weightsync':11} {r['tls']:11} {r['block']:6} {r['off_s']:13.3f}s {r['on_s']:13.3f}s {r['ratio']:7.3f} "
-              f"{r['speedup']:7.2f}x {1.35:6.2f}x {r['wrong']:6}")
+              f"{r['speedup']:7.2f}x {1.35:6.2f}x {'':8} {'':8} {r['wrong']:6}")
 PY

@@ -77,6 +77,8 @@ struct CommunicatorOptions {
   size_t min_compress_bytes = size_t{256} << 10;
   // Device codec slots (workspace, frame buffer and stream for one block) per direction,
   // allocated on the first device operation: bounded memory, none allocated after that.
+  // Also the number of pipeline blocks that may be on their way to one peer at once: more
+  // only interleave on the wire and slow each other down.
   int device_slots = 2;
 };
 

@@ -33,7 +33,9 @@ Engine::Engine(transport::Transport& transport, const CommunicatorOptions& optio
       next_send_sequence_(transport.size()),
       next_recv_sequence_(transport.size()),
       recv_out_of_step_(transport.size()),
-      policy_(options.min_compress_bytes) {
+      policy_(options.min_compress_bytes),
+      send_window_(transport.size(),
+                   uint64_t(std::max(options.device_slots, 1)) * std::max<uint64_t>(options.pipeline_block_bytes, 1)) {
   thread_ = std::thread([this] { Loop(); });
 }
 
@@ -185,6 +187,7 @@ void Engine::Loop() {
   TaskContext context;
   context.transport = &transport_;
   context.policy = &policy_;
+  context.send_window = &send_window_;
   context.stats = &stats_;
   context.wake = [this](const absl::Status&) { Wake(); };
   bool stopping = false;

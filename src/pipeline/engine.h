@@ -81,6 +81,7 @@ class Engine {
 
   // Pipeline thread only.
   CompressionPolicy policy_;
+  SendWindow send_window_;
   CommunicatorStats stats_;
   std::list<std::unique_ptr<MessageTask>> active_;
   std::thread thread_;

@@ -19,6 +19,7 @@
 #include "pipeline/compression_policy.h"
 #include "pipeline/device_slots.h"
 #include "pipeline/envelope.h"
+#include "pipeline/send_window.h"
 #include "pipeline/stream_flags.h"
 #include "transport/transport.h"
 #include "ucclzip/communicator.h"
@@ -56,6 +57,7 @@ struct TaskContext {
   CompressionPolicy* policy = nullptr;
   DeviceSlotPool* send_slots = nullptr;  // null until the first device operation
   DeviceSlotPool* recv_slots = nullptr;
+  SendWindow* send_window = nullptr;
   transport::CompletionCallback wake;  // given to every transport request
   CommunicatorStats* stats = nullptr;
 };

@@ -41,8 +41,17 @@ bool SendTask::Advance(TaskContext& context) {
     if (blocks_[i].stage == Stage::kEncoding) moved |= AdvanceEncoding(context, i);
     if (blocks_[i].stage == Stage::kSending) moved |= AdvanceSending(context, i);
   }
-  // Blocks start in order; a device block waits for a free slot.
-  while (status_.ok() && next_block_ < blocks_.size() && InputReady() && Start(context, next_block_)) {
+  // Blocks start in order, each once the window to the peer has room; a device block also
+  // waits for a free slot.
+  while (status_.ok() && next_block_ < blocks_.size() && InputReady()) {
+    const uint64_t bytes = BlockElements(next_block_) * ElementSize(spec_.dtype);
+    if (!context.send_window->TryTake(spec_.peer, bytes)) break;
+    blocks_[next_block_].window_bytes = bytes;
+    if (!Start(context, next_block_)) {
+      context.send_window->Release(spec_.peer, bytes);
+      blocks_[next_block_].window_bytes = 0;
+      break;
+    }
     ++next_block_;
     moved = true;
   }
@@ -95,7 +104,7 @@ void SendTask::StartHostFrame(TaskContext& context, uint32_t index) {
   context.stats->codec_seconds += absl::ToDoubleSeconds(absl::Now() - start);
   if (!frame_bytes.ok()) {
     Fail(frame_bytes.status());
-    block.stage = Stage::kDone;
+    Retire(context, block);
     return;
   }
   Envelope envelope{BlockKind::kFrame, spec_.dtype,       index, spec_.block_count, spec_.count, elements,
@@ -130,8 +139,7 @@ bool SendTask::StartDeviceFrame(TaskContext& context, uint32_t index) {
   if (status.ok()) status = CudaStatus(cudaEventRecord(slot->codec_done, slot->stream), "recording the encode event");
   if (!status.ok()) {
     Fail(status);
-    context.send_slots->ReleaseIdle(&block.slot);
-    block.stage = Stage::kDone;
+    Retire(context, block);
     return true;
   }
   Envelope envelope{BlockKind::kFrame, spec_.dtype,       index, spec_.block_count, spec_.count, elements,
@@ -199,11 +207,17 @@ bool SendTask::AdvanceSending(TaskContext& context, uint32_t index) {
   std::optional<absl::Status> done = Completed(block.requests);
   if (!done) return false;
   Fail(*done);
+  Retire(context, block);
+  return true;
+}
+
+void SendTask::Retire(TaskContext& context, Block& block) {
   // The slot's stream is idle after a successful encode; after a failure ReleaseIdle waits.
   if (block.slot != nullptr) context.send_slots->ReleaseIdle(&block.slot);
   block.host_frame.reset();
+  context.send_window->Release(spec_.peer, block.window_bytes);
+  block.window_bytes = 0;
   block.stage = Stage::kDone;
-  return true;
 }
 
 }  // namespace ucclzip::pipeline

@@ -25,6 +25,7 @@ class SendTask : public MessageTask {
     std::unique_ptr<uint8_t[]> host_frame;
     DeviceSlot* slot = nullptr;
     bool raw_posted = false;
+    uint64_t window_bytes = 0;  // taken from the send window while the block is in flight
     absl::Time codec_start;
     std::vector<std::shared_ptr<transport::Request>> requests;
   };
@@ -35,6 +36,8 @@ class SendTask : public MessageTask {
   bool StartDeviceFrame(TaskContext& context, uint32_t index);
   bool AdvanceEncoding(TaskContext& context, uint32_t index);
   bool AdvanceSending(TaskContext& context, uint32_t index);
+  // The block is over (sent or failed, nothing in flight): gives back its slot, frame and room.
+  void Retire(TaskContext& context, Block& block);
   // Sends the head and the coded symbols of a finished frame of `frame_bytes` bytes.
   void SendRest(TaskContext& context, uint32_t index, const uint8_t* head, const uint8_t* frame, uint64_t frame_bytes,
                 transport::MemoryType frame_memory);
