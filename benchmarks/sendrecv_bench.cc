@@ -36,7 +36,8 @@ ABSL_FLAG(int, latency_iters, 2000, "round trips for the 8-byte latency (0 skips
 ABSL_FLAG(ucclzip::bench::ByteSize, block_bytes, ucclzip::bench::ByteSize{0},
           "transport block size (K/M/G); 0 keeps the communicator's default");
 ABSL_FLAG(std::string, compress, "", "on|off|auto: measure the compressing Send/Recv pipeline; empty: the bare transport");
-ABSL_FLAG(ucclzip::bench::ByteSize, pipeline_block, ucclzip::bench::ByteSize{64 << 20}, "pipeline block size (K/M/G)");
+ABSL_FLAG(ucclzip::bench::ByteSize, pipeline_block, ucclzip::bench::ByteSize{ucclzip::CommunicatorOptions{}.pipeline_block_bytes},
+          "pipeline block size (K/M/G)");
 ABSL_DECLARE_FLAG(std::string, dist);
 
 namespace ucclzip::bench {

@@ -64,6 +64,11 @@ absl::StatusOr<FramePlan> PlanFrame(DataType dtype, uint64_t count, const CodecO
 // header and table and 0.2 % of index.
 uint64_t MaxFrameBytes(DataType dtype, uint64_t count);
 
+// The largest head (header, table and index: PlanFrame's raw_offset) of a frame of at most
+// `count` elements, for any options. Not PlanFrame(count)'s own: the default lane length
+// shrinks with the count, so a shorter tensor may have more chunks and a longer index.
+uint64_t MaxFrameHeadBytes(DataType dtype, uint64_t count);
+
 // Size of the fixed header; its frame_bytes field is final once compression has completed.
 inline constexpr size_t kFrameHeaderBytes = 64;
 inline constexpr size_t kFrameBytesFieldOffset = 16;

@@ -72,7 +72,9 @@ struct CommunicatorOptions {
   CompressionMode compression = CompressionMode::kAuto;
   // Messages are cut into pipeline blocks of this many bytes (rounded down to whole elements),
   // each its own frame, so that consecutive blocks overlap. Every rank must use the same.
-  size_t pipeline_block_bytes = size_t{64} << 20;
+  // 16 MB was best of 8 to 256 MB on the H200 (benchmarks/RESULTS.md): smaller blocks pay the
+  // codec's fixed cost too often, larger ones overlap too little.
+  size_t pipeline_block_bytes = size_t{16} << 20;
   // kAuto leaves messages smaller than this uncompressed.
   size_t min_compress_bytes = size_t{256} << 10;
   // Device codec slots (workspace, frame buffer and stream for one block) per direction,

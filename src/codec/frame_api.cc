@@ -42,6 +42,12 @@ uint64_t MaxFrameBytes(DataType dtype, uint64_t count) {
   return std::max<uint64_t>(layout.max_frame_bytes, codec::kHeaderBytes + count * ElementSize(dtype));
 }
 
+uint64_t MaxFrameHeadBytes(DataType dtype, uint64_t count) {
+  // The head grows with the chunk count, which is largest for the shortest lanes and grows
+  // with the element count.
+  return codec::ComputeLayout(ElementSize(dtype), IsCompressibleType(dtype), count, codec::kMinLaneSymbols).raw_offset;
+}
+
 absl::StatusOr<FrameInfo> ReadFrameInfo(const void* frame, size_t available_bytes) {
   const std::string context = absl::StrCat("read frame header from ", available_bytes, " bytes");
   if (frame == nullptr) return absl::InvalidArgumentError(absl::StrCat(context, ": null frame pointer"));

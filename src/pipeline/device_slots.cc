@@ -33,10 +33,8 @@ absl::Status Init(DeviceSlot& slot, uint64_t block_bytes) {
   for (DataType dtype : {DataType::kBFloat16, DataType::kFloat16, DataType::kFloat32, DataType::kFloat8E4M3,
                          DataType::kFloat8E5M2}) {
     const uint64_t elements = block_bytes / ElementSize(dtype);
-    absl::StatusOr<FramePlan> plan = PlanFrame(dtype, elements);
-    if (!plan.ok()) return plan.status();
     slot.frame_capacity = std::max(slot.frame_capacity, MaxFrameBytes(dtype, elements));
-    slot.head_capacity = std::max(slot.head_capacity, plan->raw_offset);
+    slot.head_capacity = std::max(slot.head_capacity, MaxFrameHeadBytes(dtype, elements));
   }
   if (absl::Status s = CudaCheck(cudaMalloc(reinterpret_cast<void**>(&slot.frame), slot.frame_capacity), "cudaMalloc frame"); !s.ok()) return s;
   if (absl::Status s = CudaCheck(cudaHostAlloc(reinterpret_cast<void**>(&slot.head), slot.head_capacity, cudaHostAllocDefault), "cudaHostAlloc head");
@@ -49,6 +47,13 @@ absl::Status Init(DeviceSlot& slot, uint64_t block_bytes) {
 }
 
 }  // namespace
+
+absl::Status DeviceSlot::CheckFits(const FramePlan& plan) const {
+  if (plan.raw_offset <= head_capacity && plan.max_frame_bytes <= frame_capacity) return absl::OkStatus();
+  return absl::InternalError(absl::StrCat("a frame of ", plan.max_frame_bytes, " bytes with a ", plan.raw_offset,
+                                          "-byte head does not fit the device slot (", frame_capacity, " and ",
+                                          head_capacity, " bytes)"));
+}
 
 absl::StatusOr<std::unique_ptr<DeviceSlotPool>> DeviceSlotPool::Create(int count, uint64_t block_bytes) {
   std::unique_ptr<DeviceSlotPool> pool(new DeviceSlotPool());

@@ -25,6 +25,10 @@ struct DeviceSlot {
   uint64_t head_capacity = 0;
   cudaEvent_t split_done = nullptr;  // raw plane final (send) / unused (recv)
   cudaEvent_t codec_done = nullptr;  // encode and head copy done (send) / decode done (recv)
+
+  // Whether a frame of that plan fits the buffers; never expected to fail, since the pool
+  // sizes them for every block, but a wrong size here would overrun pinned memory.
+  absl::Status CheckFits(const FramePlan& plan) const;
 };
 
 class DeviceSlotPool {

@@ -132,6 +132,12 @@ bool RecvTask::PostParts(TaskContext& context, uint32_t index) {
   } else {
     block.slot = context.recv_slots->TryAcquire();
     if (block.slot == nullptr) return false;
+    if (absl::Status fits = block.slot->CheckFits(block.plan); !fits.ok()) {
+      context.recv_slots->Release(block.slot);
+      block.slot = nullptr;
+      Fail(fits);
+      return true;
+    }
     frame = block.slot->frame;
     head = block.slot->head;
     frame_memory = MemoryType::kDevice;

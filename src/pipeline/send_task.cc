@@ -125,7 +125,8 @@ bool SendTask::StartDeviceFrame(TaskContext& context, uint32_t index) {
   const uint8_t* input = spec_.data + BlockFirst(index) * ElementSize(spec_.dtype);
   block.codec_start = absl::Now();
   // The slot's stream runs after the caller's stream has produced the input.
-  absl::Status status = CudaStatus(cudaStreamWaitEvent(slot->stream, spec_.input_ready, 0), "ordering after the caller's stream");
+  absl::Status status = slot->CheckFits(block.plan);
+  if (status.ok()) status = CudaStatus(cudaStreamWaitEvent(slot->stream, spec_.input_ready, 0), "ordering after the caller's stream");
   if (status.ok()) {
     status = slot->codec->Compress(input, elements, spec_.dtype, slot->frame, slot->frame_capacity, slot->stream, {},
                                    slot->split_done);

@@ -149,5 +149,29 @@ TEST(CpuCodec, DecoderRejectsWrongTypeOrCount) {
   EXPECT_EQ(wrong_count.code(), absl::StatusCode::kInvalidArgument);
 }
 
+// Buffers for the frame head of blocks of up to N elements (the pipeline's pinned heads) are
+// sized by MaxFrameHeadBytes(N); a shorter block may have the longer index (its default lanes
+// are shorter), which once overflowed such a buffer.
+TEST(FramePlan, MaxFrameHeadBytesBoundsEveryShorterFrame) {
+  for (DataType dtype : {DataType::kBFloat16, DataType::kFloat32, DataType::kFloat8E4M3}) {
+    for (uint64_t limit : {uint64_t{4096}, uint64_t{1} << 20, uint64_t{8} << 20, uint64_t{32} << 20}) {
+      const uint64_t bound = MaxFrameHeadBytes(dtype, limit);
+      uint64_t largest_default = 0;
+      // Every count would take long; these cover each lane-length step and its neighbours.
+      for (uint64_t count = 1; count <= limit; count = count < 8192 ? count + 97 : count * 1.01) {
+        for (uint32_t lane_symbols : {0u, 32u, 1024u}) {
+          absl::StatusOr<FramePlan> plan = PlanFrame(dtype, count, CodecOptions{.lane_symbols = lane_symbols});
+          ASSERT_TRUE(plan.ok()) << plan.status();
+          if (lane_symbols == 0) largest_default = std::max(largest_default, plan->raw_offset);
+          ASSERT_LE(plan->raw_offset, bound) << DataTypeName(dtype) << " x" << count << " under a bound for " << limit;
+        }
+      }
+      if (limit >= (uint64_t{8} << 20)) {  // above the shortest default lanes
+        EXPECT_GT(largest_default, PlanFrame(dtype, limit)->raw_offset) << "shorter default frames have longer heads";
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ucclzip::testing

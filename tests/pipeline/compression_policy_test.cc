@@ -33,5 +33,27 @@ TEST(CompressionPolicy, AutoBypassesATensorThatDidNotCompressThenRetries) {
   EXPECT_TRUE(policy.ShouldCompress(CompressionMode::kAuto, DataType::kBFloat16, kBig, 3, 9));
 }
 
+// Counts the plain blocks kAuto sends before it tries tensor 7 of peer 1 again.
+uint32_t PlainBlocksBeforeTheNextTry(CompressionPolicy& policy) {
+  uint32_t plain = 0;
+  while (!policy.ShouldCompress(CompressionMode::kAuto, DataType::kBFloat16, kBig, 1, 7) && plain < 100'000) ++plain;
+  return plain;
+}
+
+TEST(CompressionPolicy, EachFailedTryDoublesTheWaitUpToTheLimitAndSuccessResetsIt) {
+  CompressionPolicy policy(4096);
+  uint32_t expected = CompressionPolicy::kBypassBlocks;
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    policy.Record(1, 7, kBig, kBig);  // the try did not compress
+    EXPECT_EQ(PlainBlocksBeforeTheNextTry(policy), expected) << "attempt " << attempt;
+    expected = std::min(2 * expected, CompressionPolicy::kMaxBypassBlocks);
+  }
+  EXPECT_EQ(expected, CompressionPolicy::kMaxBypassBlocks);
+  policy.Record(1, 7, kBig, kBig / 2);  // the data changed and compresses
+  EXPECT_EQ(PlainBlocksBeforeTheNextTry(policy), 0u);
+  policy.Record(1, 7, kBig, kBig);
+  EXPECT_EQ(PlainBlocksBeforeTheNextTry(policy), CompressionPolicy::kBypassBlocks);
+}
+
 }  // namespace
 }  // namespace ucclzip::pipeline
