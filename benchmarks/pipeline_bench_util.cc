@@ -1,6 +1,9 @@
 #include "pipeline_bench_util.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 
 namespace ucclzip::bench {
 
@@ -9,6 +12,19 @@ absl::StatusOr<CompressionMode> ParseCompression(const std::string& text) {
   if (text == "off") return CompressionMode::kOff;
   if (text == "auto") return CompressionMode::kAuto;
   return absl::InvalidArgumentError(absl::StrCat("--compress must be on, off or auto, not '", text, "'"));
+}
+
+absl::StatusOr<std::vector<CompressionMode>> ParseCompressionList(const std::string& text) {
+  std::vector<CompressionMode> modes;
+  for (absl::string_view part : absl::StrSplit(text, ',')) {
+    absl::StatusOr<CompressionMode> mode = ParseCompression(std::string(part));
+    if (!mode.ok()) return mode.status();
+    if (std::find(modes.begin(), modes.end(), *mode) != modes.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("--compress names ", part, " twice in '", text, "'"));
+    }
+    modes.push_back(*mode);
+  }
+  return modes;
 }
 
 const char* CompressionName(CompressionMode mode) {
@@ -35,6 +51,15 @@ absl::StatusOr<std::unique_ptr<TensorBuffer>> TensorBuffer::Create(const std::ve
 
 TensorBuffer::~TensorBuffer() {
   if (device_ != nullptr) cudaFree(device_);
+}
+
+void TensorBuffer::Clear() {
+  constexpr uint8_t kPattern = 0xA5;
+  if (device_ != nullptr) {
+    cudaMemset(device_, kPattern, host_.size());
+  } else {
+    std::fill(host_.begin(), host_.end(), kPattern);
+  }
 }
 
 uint64_t TensorBuffer::CountWrong(const std::vector<uint8_t>& want) {

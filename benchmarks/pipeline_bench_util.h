@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -13,6 +14,8 @@
 namespace ucclzip::bench {
 
 absl::StatusOr<CompressionMode> ParseCompression(const std::string& text);
+// "off,on" and the like: one or more modes, each at most once.
+absl::StatusOr<std::vector<CompressionMode>> ParseCompressionList(const std::string& text);
 const char* CompressionName(CompressionMode mode);
 
 // Bytes in host or device memory (device when `device`), copied from `contents`.
@@ -21,6 +24,8 @@ class TensorBuffer {
   static absl::StatusOr<std::unique_ptr<TensorBuffer>> Create(const std::vector<uint8_t>& contents, bool device);
   ~TensorBuffer();
   void* data() { return device_ != nullptr ? device_ : host_.data(); }
+  // Overwrites the contents (before a checked receive, so that bytes it misses count as wrong).
+  void Clear();
   // Number of bytes that differ from `want`.
   uint64_t CountWrong(const std::vector<uint8_t>& want);
 

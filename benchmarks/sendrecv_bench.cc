@@ -35,7 +35,9 @@ ABSL_FLAG(std::string, pattern, "shift", "shift (every rank to rank+1) | oneway 
 ABSL_FLAG(int, latency_iters, 2000, "round trips for the 8-byte latency (0 skips it)");
 ABSL_FLAG(ucclzip::bench::ByteSize, block_bytes, ucclzip::bench::ByteSize{0},
           "transport block size (K/M/G); 0 keeps the communicator's default");
-ABSL_FLAG(std::string, compress, "", "on|off|auto: measure the compressing Send/Recv pipeline; empty: the bare transport");
+ABSL_FLAG(std::string, compress, "",
+          "on|off|auto, or a list such as off,on whose modes take turns: measure the compressing Send/Recv "
+          "pipeline; empty: the bare transport");
 ABSL_FLAG(ucclzip::bench::ByteSize, pipeline_block, ucclzip::bench::ByteSize{ucclzip::CommunicatorOptions{}.pipeline_block_bytes},
           "pipeline block size (K/M/G)");
 ABSL_DECLARE_FLAG(std::string, dist);
@@ -169,10 +171,40 @@ struct PipelineMeasured {
   double decode_us = 0;
 };
 
-// One size through Communicator::Send/Recv: rank 0 sends to rank 1 (oneway); the time is the
-// message plus an empty acknowledgement.
-absl::StatusOr<PipelineMeasured> MeasurePipelineSize(Communicator& comm, transport::Bootstrap& bootstrap, size_t bytes,
-                                                     DataType dtype, bool device, CompressionMode mode) {
+// What one mode's messages added to a rank's statistics.
+struct ModeTotals {
+  uint64_t payload = 0;
+  uint64_t wire = 0;
+  double codec_seconds = 0;
+  void Add(const CommunicatorStats& before, const CommunicatorStats& after) {
+    payload += after.payload_bytes_sent - before.payload_bytes_sent;
+    wire += after.wire_bytes_sent - before.wire_bytes_sent;
+    codec_seconds += after.codec_seconds - before.codec_seconds;
+  }
+};
+
+// One message through Communicator::Send/Recv: rank 0 sends to rank 1, which answers with an
+// empty acknowledgement.
+absl::Status OneMessage(Communicator& comm, void* data, uint64_t count, DataType dtype, CompressionMode mode) {
+  uint8_t ack = 0;
+  if (comm.rank() == 0) {
+    Operation back = comm.Recv(&ack, 1, DataType::kUint8, 1, nullptr);
+    absl::Status status = comm.Send(data, count, dtype, 1, nullptr, SendOptions{.compression = mode}).Wait(kWait);
+    status.Update(back.Wait(kWait));
+    return status;
+  }
+  absl::Status status = comm.Recv(data, count, dtype, 0, nullptr).Wait(kWait);
+  if (status.ok()) status = comm.Send(&ack, 1, DataType::kUint8, 0, nullptr).Wait(kWait);
+  return status;
+}
+
+// One size through Communicator::Send/Recv, oneway, for every mode of `modes`: the modes take
+// turns message by message (each iteration starting with the next one), so that drift in the
+// machine's speed affects all alike and their ratio is fair. Afterwards every mode sends once
+// more into a cleared buffer, which rank 1 checks byte by byte.
+absl::StatusOr<std::vector<PipelineMeasured>> MeasurePipelineSize(Communicator& comm, transport::Bootstrap& bootstrap,
+                                                                  size_t bytes, DataType dtype, bool device,
+                                                                  const std::vector<CompressionMode>& modes) {
   const uint64_t count = bytes / ElementSize(dtype);
   absl::StatusOr<testing::Distribution> dist = testing::ParseDistribution(absl::GetFlag(FLAGS_dist));
   if (!dist.ok()) return dist.status();
@@ -180,51 +212,56 @@ absl::StatusOr<PipelineMeasured> MeasurePipelineSize(Communicator& comm, transpo
   absl::StatusOr<std::unique_ptr<TensorBuffer>> buffer =
       TensorBuffer::Create(comm.rank() == 0 ? tensor : std::vector<uint8_t>(tensor.size()), device);
   if (!buffer.ok()) return buffer.status();
-  const int iterations = absl::GetFlag(FLAGS_warmup) + absl::GetFlag(FLAGS_iters);
-  std::vector<double> times;
-  const CommunicatorStats before = comm.stats();
+  const int warmup = absl::GetFlag(FLAGS_warmup), iterations = warmup + absl::GetFlag(FLAGS_iters);
+  std::vector<std::vector<double>> times(modes.size());
+  std::vector<ModeTotals> totals(modes.size());
+  std::vector<uint64_t> wrong(modes.size(), 0);
   if (absl::Status s = bootstrap.Barrier(absl::Now() + kWait); !s.ok()) return s;
-  uint8_t ack = 0;
-  for (int i = 0; i < iterations && comm.rank() < 2; ++i) {
-    absl::Time start = absl::Now();
-    absl::Status status;
-    if (comm.rank() == 0) {
-      Operation back = comm.Recv(&ack, 1, DataType::kUint8, 1, nullptr);
-      status = comm.Send((*buffer)->data(), count, dtype, 1, nullptr, SendOptions{.compression = mode}).Wait(kWait);
-      status.Update(back.Wait(kWait));
-    } else {
-      status = comm.Recv((*buffer)->data(), count, dtype, 0, nullptr).Wait(kWait);
-      if (status.ok()) status = comm.Send(&ack, 1, DataType::kUint8, 0, nullptr).Wait(kWait);
+  for (int i = 0; i < iterations + 1 && comm.rank() < 2; ++i) {
+    const bool check = i == iterations;
+    for (size_t turn = 0; turn < modes.size(); ++turn) {
+      const size_t m = (turn + i) % modes.size();
+      if (check && comm.rank() == 1) (*buffer)->Clear();
+      const CommunicatorStats before = comm.stats();
+      const absl::Time start = absl::Now();
+      if (absl::Status s = OneMessage(comm, (*buffer)->data(), count, dtype, modes[m]); !s.ok()) return s;
+      const double elapsed_us = absl::ToDoubleMicroseconds(absl::Now() - start);
+      if (check) {
+        if (comm.rank() == 1) wrong[m] = (*buffer)->CountWrong(tensor);
+        continue;
+      }
+      totals[m].Add(before, comm.stats());
+      if (i >= warmup) times[m].push_back(elapsed_us);
     }
-    if (!status.ok()) return status;
-    if (i >= absl::GetFlag(FLAGS_warmup)) times.push_back(absl::ToDoubleMicroseconds(absl::Now() - start));
   }
-  PipelineMeasured measured{Median(times), 0, 1, 0};
-  const CommunicatorStats after = comm.stats();
-  const uint64_t payload = after.payload_bytes_sent - before.payload_bytes_sent;
-  const uint64_t wire = after.wire_bytes_sent - before.wire_bytes_sent;
-  if (comm.rank() == 0 && wire > 0) {
-    measured.ratio = static_cast<double>(payload) / wire;
-    measured.wire_saved = payload > wire ? (payload - wire) / iterations : 0;
+  // Rank 0 knows the wire bytes and encode time, rank 1 the decode time and the damage.
+  std::string report;
+  for (size_t m = 0; m < modes.size(); ++m) {
+    absl::StrAppend(&report, m == 0 ? "" : ";", wrong[m], " ", totals[m].codec_seconds * 1e6 / iterations);
   }
-  if (comm.rank() == 1) measured.wrong = (*buffer)->CountWrong(tensor);
-  const double codec_us = (after.codec_seconds - before.codec_seconds) * 1e6 / iterations;
-  absl::StatusOr<std::vector<std::string>> reports =
-      bootstrap.AllGather(absl::StrCat(measured.wrong, " ", codec_us), absl::Now() + kWait);
+  absl::StatusOr<std::vector<std::string>> reports = bootstrap.AllGather(report, absl::Now() + kWait);
   if (!reports.ok()) return reports.status();
-  measured.wrong = 0;
-  for (size_t r = 0; r < reports->size(); ++r) {
-    std::vector<std::string> fields = absl::StrSplit((*reports)[r], ' ');
-    measured.wrong += std::stoull(fields[0]);
-    if (r == 0) measured.encode_us = std::stod(fields[1]);
-    if (r == 1) measured.decode_us = std::stod(fields[1]);
+  std::vector<PipelineMeasured> measured(modes.size());
+  for (size_t m = 0; m < modes.size(); ++m) {
+    PipelineMeasured& out = measured[m];
+    out.time_us = Median(times[m]);
+    if (totals[m].wire > 0) {
+      out.ratio = static_cast<double>(totals[m].payload) / totals[m].wire;
+      out.wire_saved = totals[m].payload > totals[m].wire ? (totals[m].payload - totals[m].wire) / iterations : 0;
+    }
+    for (size_t r = 0; r < reports->size() && r < 2; ++r) {
+      std::vector<std::string> per_mode = absl::StrSplit((*reports)[r], ';');
+      std::vector<std::string> fields = absl::StrSplit(per_mode.at(m), ' ');
+      out.wrong += std::stoull(fields[0]);
+      (r == 0 ? out.encode_us : out.decode_us) = std::stod(fields[1]);
+    }
   }
   return measured;
 }
 
 absl::Status RunPipelineRank(const BootstrapConfig& config, bool device, DataType dtype) {
-  absl::StatusOr<CompressionMode> mode = ParseCompression(absl::GetFlag(FLAGS_compress));
-  if (!mode.ok()) return mode.status();
+  absl::StatusOr<std::vector<CompressionMode>> modes = ParseCompressionList(absl::GetFlag(FLAGS_compress));
+  if (!modes.ok()) return modes.status();
   transport::TransportOptions options;
   options.ucx_transports = absl::GetFlag(FLAGS_tls);
   options.pipeline_block_bytes = absl::GetFlag(FLAGS_pipeline_block).bytes;
@@ -236,30 +273,38 @@ absl::Status RunPipelineRank(const BootstrapConfig& config, bool device, DataTyp
   const bool json = absl::GetFlag(FLAGS_json), report = comm.rank() == 0;
   const std::string tls = options.ucx_transports.empty() ? "default" : options.ucx_transports;
   if (report && !json) {
-    std::printf("# ucclzip-bench sendrecv: pipeline, compress %s, %s memory, UCX_TLS=%s, %s, oneway\n",
-                CompressionName(*mode), device ? "device" : "host", tls.c_str(), absl::GetFlag(FLAGS_dist).c_str());
-    std::printf("#%11s %12s %6s %10s %12s %7s %12s %10s %10s %7s\n", "size", "count", "type", "time(us)", "algbw(GB/s)",
-                "ratio", "saved(B)", "encode(us)", "decode(us)", "#wrong");
+    std::printf("# ucclzip-bench sendrecv: pipeline, compress %s (taking turns), %s memory, UCX_TLS=%s, %s, oneway, "
+                "%zu-byte blocks\n",
+                absl::GetFlag(FLAGS_compress).c_str(), device ? "device" : "host", tls.c_str(),
+                absl::GetFlag(FLAGS_dist).c_str(), options.pipeline_block_bytes);
+    std::printf("#%11s %12s %6s %8s %10s %12s %7s %12s %10s %10s %9s %7s\n", "size", "count", "type", "compress",
+                "time(us)", "algbw(GB/s)", "ratio", "saved(B)", "encode(us)", "decode(us)", "vs first", "#wrong");
   }
   const size_t min_bytes = absl::GetFlag(FLAGS_min_bytes).bytes, max_bytes = absl::GetFlag(FLAGS_max_bytes).bytes;
   for (size_t bytes = std::max<size_t>(min_bytes, ElementSize(dtype)); bytes <= max_bytes; bytes *= 2) {
-    absl::StatusOr<PipelineMeasured> m = MeasurePipelineSize(comm, bootstrap, bytes, dtype, device, *mode);
-    if (!m.ok()) return m.status();
-    const double algbw = m->time_us > 0 ? bytes / m->time_us / 1e3 : 0;
+    absl::StatusOr<std::vector<PipelineMeasured>> all = MeasurePipelineSize(comm, bootstrap, bytes, dtype, device, *modes);
+    if (!all.ok()) return all.status();
     if (!report) continue;
-    if (json) {
-      std::printf("{\"bench\":\"sendrecv\",\"size\":%zu,\"type\":\"%s\",\"time_us\":%.2f,\"algbw_GBps\":%.4f,"
-                  "\"ratio\":%.4f,\"wire_saved\":%llu,\"encode_us\":%.1f,\"decode_us\":%.1f,\"wrong\":%llu,"
-                  "\"memory\":\"%s\",\"tls\":\"%s\",\"compress\":\"%s\",\"dist\":\"%s\"}\n",
-                  bytes, DataTypeName(dtype), m->time_us, algbw, m->ratio, static_cast<unsigned long long>(m->wire_saved),
-                  m->encode_us, m->decode_us,
-                  static_cast<unsigned long long>(m->wrong), device ? "device" : "host", tls.c_str(), CompressionName(*mode),
-                  absl::GetFlag(FLAGS_dist).c_str());
-    } else {
-      std::printf("%12zu %12zu %6s %10.2f %12.3f %7.3f %12llu %10.1f %10.1f %7llu\n", bytes, bytes / ElementSize(dtype),
-                  DataTypeName(dtype), m->time_us, algbw, m->ratio, static_cast<unsigned long long>(m->wire_saved),
-                  m->encode_us, m->decode_us,
-                  static_cast<unsigned long long>(m->wrong));
+    for (size_t m = 0; m < modes->size(); ++m) {
+      const PipelineMeasured& r = (*all)[m];
+      const double algbw = r.time_us > 0 ? bytes / r.time_us / 1e3 : 0;
+      // Throughput against the first mode listed, measured in the same turns.
+      const double speedup = r.time_us > 0 ? (*all)[0].time_us / r.time_us : 0;
+      if (json) {
+        std::printf("{\"bench\":\"sendrecv\",\"size\":%zu,\"type\":\"%s\",\"time_us\":%.2f,\"algbw_GBps\":%.4f,"
+                    "\"ratio\":%.4f,\"wire_saved\":%llu,\"encode_us\":%.1f,\"decode_us\":%.1f,\"vs_first\":%.4f,"
+                    "\"first\":\"%s\",\"wrong\":%llu,\"memory\":\"%s\",\"tls\":\"%s\",\"compress\":\"%s\","
+                    "\"dist\":\"%s\",\"pipeline_block\":%zu}\n",
+                    bytes, DataTypeName(dtype), r.time_us, algbw, r.ratio, static_cast<unsigned long long>(r.wire_saved),
+                    r.encode_us, r.decode_us, speedup, CompressionName((*modes)[0]),
+                    static_cast<unsigned long long>(r.wrong), device ? "device" : "host", tls.c_str(),
+                    CompressionName((*modes)[m]), absl::GetFlag(FLAGS_dist).c_str(), options.pipeline_block_bytes);
+      } else {
+        std::printf("%12zu %12zu %6s %8s %10.2f %12.3f %7.3f %12llu %10.1f %10.1f %8.3fx %7llu\n", bytes,
+                    bytes / ElementSize(dtype), DataTypeName(dtype), CompressionName((*modes)[m]), r.time_us, algbw,
+                    r.ratio, static_cast<unsigned long long>(r.wire_saved), r.encode_us, r.decode_us, speedup,
+                    static_cast<unsigned long long>(r.wrong));
+      }
     }
     std::fflush(stdout);
   }

@@ -165,24 +165,40 @@ absl::Status RunRank() {
     total_bytes += want.size();
   }
   const int iterations = std::max(absl::GetFlag(FLAGS_iters), 1);
-  std::map<CompressionMode, double> median;
-  std::map<CompressionMode, double> ratio;
-  for (CompressionMode m : {CompressionMode::kOff, *mode}) {
-    std::vector<double> times;
-    const CommunicatorStats before = comm.stats();
-    for (int i = 0; i < absl::GetFlag(FLAGS_warmup) + iterations; ++i) {
+  // Uncompressed and compressed syncs take turns (each round starting with the other one), so
+  // that drift in the machine's speed affects both alike.
+  const std::vector<CompressionMode> modes{CompressionMode::kOff, *mode};
+  std::map<CompressionMode, std::vector<double>> times;
+  std::map<CompressionMode, double> payload, wire;
+  for (int i = 0; i < absl::GetFlag(FLAGS_warmup) + iterations; ++i) {
+    for (size_t turn = 0; turn < modes.size(); ++turn) {
+      const CompressionMode m = modes[(turn + i) % modes.size()];
+      const CommunicatorStats before = comm.stats();
       absl::StatusOr<double> seconds = SyncOnce(comm, bootstrap, buffers, *model, *dtype, m);
       if (!seconds.ok()) return seconds.status();
-      if (i >= absl::GetFlag(FLAGS_warmup)) times.push_back(*seconds);
+      const CommunicatorStats after = comm.stats();
+      payload[m] += after.payload_bytes_sent - before.payload_bytes_sent;
+      wire[m] += after.wire_bytes_sent - before.wire_bytes_sent;
+      if (i >= absl::GetFlag(FLAGS_warmup)) times[m].push_back(*seconds);
     }
-    std::sort(times.begin(), times.end());
-    median[m] = times[times.size() / 2];
-    const CommunicatorStats after = comm.stats();
-    const double wire = after.wire_bytes_sent - before.wire_bytes_sent;
-    ratio[m] = wire > 0 ? (after.payload_bytes_sent - before.payload_bytes_sent) / wire : 1;
   }
+  std::map<CompressionMode, double> median;
+  std::map<CompressionMode, double> ratio;
+  for (CompressionMode m : modes) {
+    std::sort(times[m].begin(), times[m].end());
+    median[m] = times[m][times[m].size() / 2];
+    ratio[m] = wire[m] > 0 ? payload[m] / wire[m] : 1;
+  }
+  // One more sync per mode into cleared buffers, checked byte by byte on the receivers.
   uint64_t wrong = 0;
-  if (comm.rank() != 0) {
+  for (CompressionMode m : modes) {
+    if (comm.rank() != 0) {
+      for (auto& buffer : buffers) buffer->Clear();
+    }
+    if (absl::StatusOr<double> seconds = SyncOnce(comm, bootstrap, buffers, *model, *dtype, m); !seconds.ok()) {
+      return seconds.status();
+    }
+    if (comm.rank() == 0) continue;
     for (size_t i = 0; i < model->size(); ++i) {
       wrong += buffers[i]->CountWrong(contents[{(*model)[i].count, (*model)[i].dist + (*model)[i].file}]);
     }

@@ -1,7 +1,7 @@
 // How many bytes of blocks may be on their way to one peer at once. Without a bound, every
 // block of every queued send (an RL weight sync queues hundreds) is handed to the transport at
 // once, and the transport then interleaves them all: on the H200, 291 plain tensors in one
-// group moved at about 60 % of the rate of one large message. With the bound, a few blocks
+// group moved at 60-76 % of the rate of one large message. With the bound, a few blocks
 // stream at full rate and the rest wait their turn, in call order. The bound is per peer, so
 // a receiver that is late to post its receives holds up only the sends addressed to it.
 // Pipeline thread only.
