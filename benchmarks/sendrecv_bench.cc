@@ -413,7 +413,7 @@ int SendRecvMain(const std::vector<std::string>&) {
   return RunRankOrLaunch("sendrecv", absl::GetFlag(FLAGS_ranks), RunRank);
 }
 
-const RegisterSubcommand kRegister("sendrecv", "transport point-to-point bandwidth and 8 B latency (uncompressed)",
+const RegisterSubcommand kRegister("sendrecv", "point-to-point bandwidth and 8 B latency; --compress: the pipeline",
                                    SendRecvMain);
 
 }  // namespace
