@@ -21,4 +21,15 @@ const char* DataTypeName(DataType type) {
   return "invalid";
 }
 
+const char* ReduceOpName(ReduceOp op) {
+  switch (op) {
+    case ReduceOp::kSum: return "sum";
+    case ReduceOp::kProd: return "prod";
+    case ReduceOp::kMin: return "min";
+    case ReduceOp::kMax: return "max";
+    case ReduceOp::kAvg: return "avg";
+  }
+  return "invalid";
+}
+
 }  // namespace ucclzip

@@ -100,6 +100,17 @@ struct RecvOptions {
   absl::Duration timeout = absl::InfiniteDuration();
 };
 
+// Per-call settings of a collective. Compression is chosen by each sender per block; every
+// rank may pass its own mode, and the results are bit-identical whatever they choose.
+struct CollectiveOptions {
+  // Unset: the communicator's compression mode.
+  std::optional<CompressionMode> compression;
+  // The operation fails if it has not completed this long after the call.
+  absl::Duration timeout = absl::InfiniteDuration();
+  // Names the tensor for kAuto's memory of what compressed; 0 uses the buffer address and count.
+  uint64_t tensor_id = 0;
+};
+
 // Counters of one communicator's Send/Recv since creation, on this rank.
 struct CommunicatorStats {
   uint64_t messages_sent = 0;
@@ -161,9 +172,30 @@ class Communicator {
   Operation Recv(void* buf, size_t count, DataType dtype, int peer, cudaStream_t stream,
                  const RecvOptions& options = {});
 
-  // Between GroupStart and GroupEnd, Send and Recv only queue; GroupEnd posts them all at once,
-  // so that many tensors travel as one pipelined stream, and returns one Operation covering
-  // them (the calls' own Operations work too). Groups do not nest; per thread.
+  // --- Collectives (docs/COLLECTIVES.md): NCCL's arguments, order and in-place rules. Every
+  // rank calls the same collective with the same count, type, operator and root, in the same
+  // order; a rank that disagrees gets an error naming both sides. The order of reduction is
+  // fixed, so results are identical from run to run and with or without compression.
+
+  // recvbuff[i * sendcount, (i + 1) * sendcount) = rank i's sendbuff. In place when
+  // sendbuff == recvbuff + rank * sendcount.
+  Operation AllGather(const void* sendbuff, void* recvbuff, size_t sendcount, DataType dtype, cudaStream_t stream,
+                      const CollectiveOptions& options = {});
+  // recvbuff = op over ranks of their sendbuff[rank * recvcount, (rank + 1) * recvcount). In
+  // place when recvbuff == sendbuff + rank * recvcount.
+  Operation ReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, DataType dtype, ReduceOp op,
+                          cudaStream_t stream, const CollectiveOptions& options = {});
+  // recvbuff = op over ranks of their sendbuff (count elements each). In place when equal.
+  Operation AllReduce(const void* sendbuff, void* recvbuff, size_t count, DataType dtype, ReduceOp op,
+                      cudaStream_t stream, const CollectiveOptions& options = {});
+  // Every rank's recvbuff = root's sendbuff (read on the root only). In place when equal.
+  Operation Broadcast(const void* sendbuff, void* recvbuff, size_t count, DataType dtype, int root,
+                      cudaStream_t stream, const CollectiveOptions& options = {});
+
+  // Between GroupStart and GroupEnd, Send, Recv and the collectives only queue; GroupEnd posts
+  // them all at once, so that many tensors travel as one pipelined stream, and returns one
+  // Operation covering them (the calls' own Operations work too). Groups do not nest; per
+  // thread.
   void GroupStart();
   Operation GroupEnd();
 
@@ -176,7 +208,8 @@ class Communicator {
  private:
   friend struct internal::CommunicatorAccess;
   struct Impl;
-  Operation Submit(const pipeline::Call& call);
+  Operation Submit(pipeline::Call call);
+  static Operation Failed(const absl::Status& status);
   explicit Communicator(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -25,7 +25,14 @@ enum class DataType : uint8_t {
   kFloat64 = 12,
 };
 
-enum class ReduceOp : uint8_t { kSum = 0, kProd = 1, kMin = 2, kMax = 3 };
+// How the reducing collectives combine elements. kAvg is the sum divided by the world size on
+// the last hop; docs/COLLECTIVES.md gives the order and rounding of each.
+enum class ReduceOp : uint8_t { kSum = 0, kProd = 1, kMin = 2, kMax = 3, kAvg = 4 };
+
+constexpr bool IsValidReduceOp(uint8_t value) { return value <= static_cast<uint8_t>(ReduceOp::kAvg); }
+
+// "sum", "prod", "min", "max", "avg".
+const char* ReduceOpName(ReduceOp op);
 
 // Size of one element in bytes.
 constexpr size_t ElementSize(DataType type) {

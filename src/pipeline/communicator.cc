@@ -1,5 +1,7 @@
 // The Communicator: the bootstrap, the transport on top of it, and the pipeline engine that
-// runs Send and Recv. It lives in the pipeline layer because it joins all of them.
+// runs every operation. It lives in the pipeline layer because it joins all of them; the
+// operations themselves (Send, Recv and the collectives) build their schedules in
+// src/collectives and come here through Submit.
 #include <map>
 #include <thread>
 
@@ -13,10 +15,9 @@ struct Communicator::Impl {
   std::unique_ptr<transport::Bootstrap> bootstrap;
   std::unique_ptr<transport::Transport> transport;
   std::unique_ptr<pipeline::Engine> engine;
-  CompressionMode compression = CompressionMode::kAuto;
   // Open groups: the calls each thread queued since its GroupStart.
   absl::Mutex group_mutex;
-  std::map<std::thread::id, std::vector<pipeline::MessageSpec>> groups ABSL_GUARDED_BY(group_mutex);
+  std::map<std::thread::id, std::vector<pipeline::OperationSpec>> groups ABSL_GUARDED_BY(group_mutex);
 };
 
 Communicator::Communicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -44,39 +45,15 @@ void Communicator::Abort() {
   impl_->transport->Abort(absl::AbortedError(absl::StrCat("rank ", rank(), " called Abort")));
 }
 
-Operation Communicator::Send(const void* buf, size_t count, DataType dtype, int peer, cudaStream_t stream,
-                             const SendOptions& options) {
-  pipeline::Call call{.send = true,
-                      .data = buf,
-                      .count = count,
-                      .dtype = dtype,
-                      .peer = peer,
-                      .stream = stream,
-                      .compression = options.compression.value_or(impl_->compression),
-                      .tensor_id = options.tensor_id,
-                      .timeout = options.timeout};
-  return Submit(call);
+Operation Communicator::Failed(const absl::Status& status) {
+  auto failed = std::make_shared<transport::Request>();
+  failed->Complete(status);
+  return Operation({failed});
 }
 
-Operation Communicator::Recv(void* buf, size_t count, DataType dtype, int peer, cudaStream_t stream,
-                             const RecvOptions& options) {
-  pipeline::Call call{.send = false,
-                      .data = buf,
-                      .count = count,
-                      .dtype = dtype,
-                      .peer = peer,
-                      .stream = stream,
-                      .timeout = options.timeout};
-  return Submit(call);
-}
-
-Operation Communicator::Submit(const pipeline::Call& call) {
-  absl::StatusOr<pipeline::MessageSpec> spec = impl_->engine->Prepare(call);
-  if (!spec.ok()) {
-    auto failed = std::make_shared<transport::Request>();
-    failed->Complete(spec.status());
-    return Operation({failed});
-  }
+Operation Communicator::Submit(pipeline::Call call) {
+  absl::StatusOr<pipeline::OperationSpec> spec = impl_->engine->Prepare(std::move(call));
+  if (!spec.ok()) return Failed(spec.status());
   std::shared_ptr<transport::Request> request = spec->request;
   {
     absl::MutexLock lock(&impl_->group_mutex);
@@ -86,7 +63,7 @@ Operation Communicator::Submit(const pipeline::Call& call) {
       return Operation({request});
     }
   }
-  std::vector<pipeline::MessageSpec> one;
+  std::vector<pipeline::OperationSpec> one;
   one.push_back(std::move(*spec));
   impl_->engine->Submit(std::move(one));
   return Operation({request});
@@ -98,7 +75,7 @@ void Communicator::GroupStart() {
 }
 
 Operation Communicator::GroupEnd() {
-  std::vector<pipeline::MessageSpec> specs;
+  std::vector<pipeline::OperationSpec> specs;
   {
     absl::MutexLock lock(&impl_->group_mutex);
     auto group = impl_->groups.find(std::this_thread::get_id());
@@ -107,7 +84,7 @@ Operation Communicator::GroupEnd() {
     impl_->groups.erase(group);
   }
   std::vector<std::shared_ptr<transport::Request>> requests;
-  for (const pipeline::MessageSpec& spec : specs) requests.push_back(spec.request);
+  for (const pipeline::OperationSpec& spec : specs) requests.push_back(spec.request);
   impl_->engine->Submit(std::move(specs));
   return Operation(std::move(requests));
 }
@@ -148,7 +125,6 @@ absl::StatusOr<std::unique_ptr<Communicator>> CommunicatorAccess::Create(const B
   if (!created.ok()) return created.status();
   impl->transport = std::move(*created);
   impl->engine = std::make_unique<pipeline::Engine>(*impl->transport, options);
-  impl->compression = options.compression;
   return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));
 }
 

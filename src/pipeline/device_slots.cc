@@ -16,13 +16,14 @@ absl::Status CudaCheck(cudaError_t err, const char* what) {
 void Destroy(DeviceSlot& slot) {
   if (slot.stream != nullptr) cudaStreamSynchronize(slot.stream);
   if (slot.frame != nullptr) cudaFree(slot.frame);
+  if (slot.scratch != nullptr) cudaFree(slot.scratch);
   if (slot.head != nullptr) cudaFreeHost(slot.head);
   if (slot.split_done != nullptr) cudaEventDestroy(slot.split_done);
   if (slot.codec_done != nullptr) cudaEventDestroy(slot.codec_done);
   if (slot.stream != nullptr) cudaStreamDestroy(slot.stream);
 }
 
-absl::Status Init(DeviceSlot& slot, uint64_t block_bytes) {
+absl::Status Init(DeviceSlot& slot, uint64_t block_bytes, bool with_scratch) {
   // A block holds block_bytes of one type: fp8 gives the most elements (the codec's bound), and
   // each type's frame and head are sized from its own element count.
   absl::StatusOr<std::unique_ptr<GpuCodec>> codec = GpuCodec::Create(block_bytes);
@@ -37,6 +38,11 @@ absl::Status Init(DeviceSlot& slot, uint64_t block_bytes) {
     slot.head_capacity = std::max(slot.head_capacity, MaxFrameHeadBytes(dtype, elements));
   }
   if (absl::Status s = CudaCheck(cudaMalloc(reinterpret_cast<void**>(&slot.frame), slot.frame_capacity), "cudaMalloc frame"); !s.ok()) return s;
+  if (with_scratch) {
+    if (absl::Status s = CudaCheck(cudaMalloc(reinterpret_cast<void**>(&slot.scratch), block_bytes), "cudaMalloc scratch"); !s.ok()) {
+      return s;
+    }
+  }
   if (absl::Status s = CudaCheck(cudaHostAlloc(reinterpret_cast<void**>(&slot.head), slot.head_capacity, cudaHostAllocDefault), "cudaHostAlloc head");
       !s.ok()) {
     return s;
@@ -55,11 +61,11 @@ absl::Status DeviceSlot::CheckFits(const FramePlan& plan) const {
                                           head_capacity, " bytes)"));
 }
 
-absl::StatusOr<std::unique_ptr<DeviceSlotPool>> DeviceSlotPool::Create(int count, uint64_t block_bytes) {
+absl::StatusOr<std::unique_ptr<DeviceSlotPool>> DeviceSlotPool::Create(int count, uint64_t block_bytes, bool with_scratch) {
   std::unique_ptr<DeviceSlotPool> pool(new DeviceSlotPool());
   for (int i = 0; i < std::max(count, 1); ++i) {
     pool->slots_.push_back(std::make_unique<DeviceSlot>());
-    if (absl::Status s = Init(*pool->slots_.back(), block_bytes); !s.ok()) return s;
+    if (absl::Status s = Init(*pool->slots_.back(), block_bytes, with_scratch); !s.ok()) return s;
     pool->free_.push_back(pool->slots_.back().get());
   }
   return pool;

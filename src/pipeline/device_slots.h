@@ -1,5 +1,6 @@
 // Device resources for one pipeline block in flight on the GPU: a codec (its workspace), a
-// frame buffer, a pinned copy of the frame's head, a stream and two events. A bounded pool of
+// frame buffer, a pinned copy of the frame's head, a stream and two events (and for receives a
+// block of scratch, where plain blocks land and partial reductions are formed). A bounded pool of
 // them per direction is allocated once, on the first device operation; the hot path only takes
 // and returns slots. Separate send and receive pools keep sends, which wait for the peer's
 // receives, from starving the receives.
@@ -20,6 +21,7 @@ struct DeviceSlot {
   std::unique_ptr<GpuCodec> codec;
   cudaStream_t stream = nullptr;
   uint8_t* frame = nullptr;      // device, frame_capacity bytes
+  uint8_t* scratch = nullptr;    // device, one block (receive slots: plain blocks, partial results)
   uint8_t* head = nullptr;       // pinned host, head_capacity bytes: header, table, index
   uint64_t frame_capacity = 0;
   uint64_t head_capacity = 0;
@@ -33,8 +35,9 @@ struct DeviceSlot {
 
 class DeviceSlotPool {
  public:
-  // `count` slots for pipeline blocks of up to `block_bytes` bytes of any compressible type.
-  static absl::StatusOr<std::unique_ptr<DeviceSlotPool>> Create(int count, uint64_t block_bytes);
+  // `count` slots for pipeline blocks of up to `block_bytes` bytes of any compressible type;
+  // `with_scratch` also gives each a block of scratch.
+  static absl::StatusOr<std::unique_ptr<DeviceSlotPool>> Create(int count, uint64_t block_bytes, bool with_scratch);
   ~DeviceSlotPool();
   DeviceSlotPool(const DeviceSlotPool&) = delete;
   DeviceSlotPool& operator=(const DeviceSlotPool&) = delete;

@@ -3,8 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
-#include "pipeline/recv_task.h"
-#include "pipeline/send_task.h"
+#include "pipeline/reduce.h"
 
 namespace ucclzip::pipeline {
 
@@ -19,9 +18,32 @@ constexpr absl::Duration kGpuPoll = absl::Microseconds(20);
 constexpr absl::Duration kIdleSleep = absl::Milliseconds(5);
 constexpr uint64_t kMaxBlocksPerMessage = 1u << 16;
 
+// "send to peer 1 (1000 elements of bf16" or "allreduce (1000 elements of bf16, sum"; the caller
+// closes it.
 std::string CallName(const Call& call, int rank) {
-  return absl::StrCat("rank ", rank, ": ", call.send ? "send to" : "recv from", " peer ", call.peer, " (", call.count,
-                      " elements of ", DataTypeName(call.dtype), ")");
+  const Schedule& schedule = call.schedule;
+  std::string name = absl::StrCat("rank ", rank, ": ", schedule.name, " (", schedule.count, " elements of ",
+                                  DataTypeName(call.dtype));
+  if (schedule.kind == OperationKind::kReduceScatter || schedule.kind == OperationKind::kAllReduce) {
+    absl::StrAppend(&name, ", ", ReduceOpName(schedule.op));
+  }
+  if (schedule.kind == OperationKind::kBroadcast) absl::StrAppend(&name, ", root ", schedule.root);
+  return name;
+}
+
+// Whether the schedule reads or writes `role` at all.
+bool Uses(const Schedule& schedule, BufferRole role) {
+  auto uses = [role](const Chunk& chunk) { return chunk.buffer == role && chunk.count > 0; };
+  for (const SendStep& step : schedule.sends) {
+    if (step.source == SendStep::Source::kChunk && uses(step.chunk)) return true;
+  }
+  for (const RecvStep& step : schedule.recvs) {
+    if ((step.into && uses(*step.into)) || (step.reduce_with && uses(*step.reduce_with))) return true;
+  }
+  for (const LocalCopy& copy : schedule.copies) {
+    if (uses(copy.from) || uses(copy.to)) return true;
+  }
+  return false;
 }
 
 }  // namespace
@@ -46,6 +68,10 @@ Engine::~Engine() {
     wake_ = true;
   }
   thread_.join();
+  if (copy_stream_ != nullptr) {
+    cudaStreamSynchronize(copy_stream_);
+    cudaStreamDestroy(copy_stream_);
+  }
 }
 
 absl::Status Engine::EnsureDevice(int device) {
@@ -63,86 +89,105 @@ absl::Status Engine::EnsureDevice(int device) {
     int device;
     ~RestoreDevice() { cudaSetDevice(device); }
   } restore{caller_device};
-  // Everything page-locked is allocated here, before this communicator queues any stream wait:
-  // a page-locked allocation may wait for the device to idle, and a stream wait only ends when
-  // the pipeline has finished, which could then never happen.
+  // Everything page-locked is allocated here, and every kernel loaded, before this
+  // communicator queues any stream wait: a page-locked allocation or a lazy kernel load may
+  // wait for the device to idle, and a stream wait only ends when the pipeline has finished,
+  // which could then never happen.
   if (absl::Status s = transport_.PrepareDeviceStaging(device); !s.ok()) return s;
+  if (absl::Status s = PreloadReduceKernel(); !s.ok()) return s;
   absl::StatusOr<std::unique_ptr<StreamFlags>> flags = StreamFlags::Create();
   if (!flags.ok()) return flags.status();
   const uint64_t block_bytes = std::max<uint64_t>(options_.pipeline_block_bytes, 1);
-  absl::StatusOr<std::unique_ptr<DeviceSlotPool>> send = DeviceSlotPool::Create(options_.device_slots, block_bytes);
-  if (!send.ok()) return send.status();
-  absl::StatusOr<std::unique_ptr<DeviceSlotPool>> recv = DeviceSlotPool::Create(options_.device_slots, block_bytes);
-  if (!recv.ok()) return recv.status();
+  std::vector<std::unique_ptr<DeviceSlotPool>> send(transport_.size()), recv(transport_.size());
+  for (int peer = 0; peer < transport_.size(); ++peer) {
+    if (peer == rank_) continue;
+    absl::StatusOr<std::unique_ptr<DeviceSlotPool>> s = DeviceSlotPool::Create(options_.device_slots, block_bytes, false);
+    if (!s.ok()) return s.status();
+    absl::StatusOr<std::unique_ptr<DeviceSlotPool>> r = DeviceSlotPool::Create(options_.device_slots, block_bytes, true);
+    if (!r.ok()) return r.status();
+    send[peer] = std::move(*s);
+    recv[peer] = std::move(*r);
+  }
+  if (absl::Status s = CudaStatus(cudaStreamCreateWithFlags(&copy_stream_, cudaStreamNonBlocking), "creating a stream");
+      !s.ok()) {
+    return s;
+  }
   flags_ = std::move(*flags);
-  send_slots_ = std::move(*send);
-  recv_slots_ = std::move(*recv);
+  send_slots_ = std::move(send);
+  recv_slots_ = std::move(recv);
   device_ = device;
   return absl::OkStatus();
 }
 
-absl::StatusOr<MessageSpec> Engine::Prepare(const Call& call) {
+absl::StatusOr<OperationSpec> Engine::Prepare(Call call) {
   const std::string name = CallName(call, rank_);
-  if (call.peer < 0 || call.peer >= transport_.size() || call.peer == rank_) {
-    return absl::InvalidArgumentError(absl::StrCat(name, ": peer must be another rank of ", transport_.size()));
+  auto invalid = [&](auto... why) { return absl::InvalidArgumentError(absl::StrCat(name, "): ", why...)); };
+  if (!IsValidDataType(static_cast<uint8_t>(call.dtype))) return invalid("invalid dtype ", static_cast<int>(call.dtype));
+  const Schedule& schedule = call.schedule;
+  auto check_peer = [&](int peer) { return peer >= 0 && peer < transport_.size() && peer != rank_; };
+  for (const SendStep& step : schedule.sends) {
+    if (!check_peer(step.peer)) return invalid("peer ", step.peer, " must be another rank of ", transport_.size());
   }
-  if (!IsValidDataType(static_cast<uint8_t>(call.dtype))) {
-    return absl::InvalidArgumentError(absl::StrCat(name, ": invalid dtype ", static_cast<int>(call.dtype)));
+  for (const RecvStep& step : schedule.recvs) {
+    if (!check_peer(step.peer)) return invalid("peer ", step.peer, " must be another rank of ", transport_.size());
   }
-  if (call.data == nullptr && call.count > 0) return absl::InvalidArgumentError(absl::StrCat(name, ": null buffer"));
-  MessageSpec spec;
-  spec.send = call.send;
-  spec.data = static_cast<uint8_t*>(const_cast<void*>(call.data));
-  spec.count = call.count;
-  spec.dtype = call.dtype;
-  spec.peer = call.peer;
-  spec.compression = call.compression;
-  spec.tensor = call.tensor_id != 0 ? call.tensor_id : reinterpret_cast<uintptr_t>(call.data) ^ (call.count << 40);
-  spec.deadline = absl::Now() + call.timeout;
+  const bool needs_input = Uses(schedule, BufferRole::kInput), needs_output = Uses(schedule, BufferRole::kOutput);
+  if ((needs_input && call.input == nullptr) || (needs_output && call.output == nullptr)) return invalid("null buffer");
+  OperationSpec spec;
   spec.block_elements = std::max<uint64_t>(options_.pipeline_block_bytes / ElementSize(call.dtype), 1);
-  const uint64_t blocks = std::max<uint64_t>((call.count + spec.block_elements - 1) / spec.block_elements, 1);
-  if (blocks > kMaxBlocksPerMessage) {
-    return absl::InvalidArgumentError(absl::StrCat(name, ": ", blocks, " pipeline blocks of ", options_.pipeline_block_bytes,
-                                                   " bytes exceed the limit of ", kMaxBlocksPerMessage));
+  for (const SendStep& step : schedule.sends) {
+    if (BlockCount(step.chunk.count, spec.block_elements) > kMaxBlocksPerMessage) {
+      return invalid(BlockCount(step.chunk.count, spec.block_elements), " pipeline blocks of ", options_.pipeline_block_bytes,
+                     " bytes exceed the limit of ", kMaxBlocksPerMessage);
+    }
   }
-  spec.block_count = static_cast<uint32_t>(blocks);
-  const transport::PointerInfo pointer = transport::ClassifyPointer(call.data);
+  // Both buffers must live in the same kind of memory, on the same device.
+  const transport::PointerInfo input = transport::ClassifyPointer(needs_input ? call.input : nullptr);
+  const transport::PointerInfo output = transport::ClassifyPointer(needs_output ? call.output : nullptr);
+  transport::PointerInfo pointer = needs_input ? input : output;
+  if (needs_input && needs_output && (input.type != output.type || input.device != output.device)) {
+    return invalid("the input is ", transport::MemoryTypeName(input.type), " memory (device ", input.device,
+                   ") but the output ", transport::MemoryTypeName(output.type), " memory (device ", output.device,
+                   "): both must be host memory or memory of one device");
+  }
+  spec.input = static_cast<uint8_t*>(const_cast<void*>(call.input));
+  spec.output = static_cast<uint8_t*>(call.output);
+  spec.dtype = call.dtype;
+  spec.compression = call.compression.value_or(options_.compression);
+  spec.tensor = call.tensor_id != 0 ? call.tensor_id
+                                    : reinterpret_cast<uintptr_t>(call.input != nullptr ? call.input : call.output) ^
+                                          (schedule.count << 40) ^ static_cast<uint64_t>(schedule.kind);
+  spec.deadline = absl::Now() + call.timeout;
   spec.memory = pointer.type;
+  spec.description = absl::StrCat(name, ", ", transport::MemoryTypeName(pointer.type), " memory)");
+  spec.schedule = std::move(call.schedule);
   const bool streamed = pointer.type == MemoryType::kDevice || call.stream != nullptr;
-  if (!streamed) {
-    spec.request = std::make_shared<Request>();
-    return spec;
-  }
+  spec.request = std::make_shared<Request>();
+  if (!streamed) return spec;
   if (transport::CudaDeviceCount() == 0) {
-    return absl::FailedPreconditionError(absl::StrCat(name, ": a CUDA stream was given but no CUDA device is usable"));
+    return absl::FailedPreconditionError(absl::StrCat(name, "): a CUDA stream was given but no CUDA device is usable"));
   }
   int device = pointer.device;
   if (device < 0 && cudaGetDevice(&device) != cudaSuccess) {
     cudaGetLastError();
-    return absl::InternalError(absl::StrCat(name, ": no current CUDA device"));
+    return absl::InternalError(absl::StrCat(name, "): no current CUDA device"));
   }
-  if (absl::Status s = EnsureDevice(device); !s.ok()) return absl::Status(s.code(), absl::StrCat(name, ": ", s.message()));
+  if (absl::Status s = EnsureDevice(device); !s.ok()) return absl::Status(s.code(), absl::StrCat(name, "): ", s.message()));
   absl::Status status = CudaStatus(cudaEventCreateWithFlags(&spec.input_ready, cudaEventDisableTiming), "creating an event");
   if (status.ok()) status = CudaStatus(cudaEventRecord(spec.input_ready, call.stream), "recording on the caller's stream");
   if (!status.ok()) {
     if (spec.input_ready != nullptr) cudaEventDestroy(spec.input_ready);
-    return absl::Status(status.code(), absl::StrCat(name, ": ", status.message()));
+    return absl::Status(status.code(), absl::StrCat(name, "): ", status.message()));
   }
   spec.stream = call.stream;
-  spec.request = std::make_shared<Request>();
   return spec;
 }
 
-void Engine::Submit(std::vector<MessageSpec> specs) {
-  std::vector<std::unique_ptr<MessageTask>> tasks;
+void Engine::Submit(std::vector<OperationSpec> specs) {
+  std::vector<std::unique_ptr<OperationTask>> tasks;
   // The callers' streams wait only now, after every call of the group has recorded its position.
-  for (MessageSpec& spec : specs) {
-    std::unique_ptr<MessageTask> task;
-    if (spec.send) {
-      task = std::make_unique<SendTask>(std::move(spec));
-    } else {
-      task = std::make_unique<RecvTask>(std::move(spec));
-    }
+  for (OperationSpec& spec : specs) {
+    auto task = std::make_unique<OperationTask>(std::move(spec), transport_.size());
     task->set_rank(rank_);
     if (task->spec().input_ready != nullptr) {
       absl::StatusOr<StreamFlags::Ticket> ticket = flags_->EnqueueWait(task->spec().stream);
@@ -157,11 +202,15 @@ void Engine::Submit(std::vector<MessageSpec> specs) {
   }
   absl::MutexLock lock(&mutex_);
   for (auto& task : tasks) {
-    const int peer = task->spec().peer;
-    std::vector<uint32_t>& next = task->spec().send ? next_send_sequence_ : next_recv_sequence_;
-    task->set_first_sequence(next[peer]);
-    next[peer] = (next[peer] + task->spec().block_count) & transport::kMaxSequence;
-    if (!task->spec().send && !recv_out_of_step_[peer].ok()) task->Fail(recv_out_of_step_[peer]);
+    std::vector<uint32_t> send(transport_.size()), recv(transport_.size());
+    for (int peer = 0; peer < transport_.size(); ++peer) {
+      send[peer] = next_send_sequence_[peer];
+      recv[peer] = next_recv_sequence_[peer];
+      next_send_sequence_[peer] = (next_send_sequence_[peer] + task->SendBlocksTo(peer)) & transport::kMaxSequence;
+      next_recv_sequence_[peer] = (next_recv_sequence_[peer] + task->RecvBlocksFrom(peer)) & transport::kMaxSequence;
+      if (task->RecvBlocksFrom(peer) > 0 && !recv_out_of_step_[peer].ok()) task->Fail(recv_out_of_step_[peer]);
+    }
+    task->set_first_sequences(std::move(send), std::move(recv));
     submitted_.push_back(std::move(task));
   }
   wake_ = true;
@@ -177,7 +226,7 @@ void Engine::Wake() {
   wake_ = true;
 }
 
-void Engine::Report(MessageTask& task) {
+void Engine::Report(OperationTask& task) {
   if (task.spec().request->Test()) return;
   if (task.spec().done_flag) flags_->Signal(*task.spec().done_flag);
   task.spec().request->Complete(task.status());
@@ -205,8 +254,11 @@ void Engine::Loop() {
       if (device_ != device) {
         device = device_;
         cudaSetDevice(device);
-        context.send_slots = send_slots_.get();
-        context.recv_slots = recv_slots_.get();
+        context.send_slots.clear();
+        context.recv_slots.clear();
+        for (auto& pool : send_slots_) context.send_slots.push_back(pool.get());
+        for (auto& pool : recv_slots_) context.recv_slots.push_back(pool.get());
+        context.copy_stream = copy_stream_;
       }
     }
     bool moved = true;
@@ -215,17 +267,15 @@ void Engine::Loop() {
       poll_gpu = false;
       const absl::Time now = absl::Now();
       for (auto it = active_.begin(); it != active_.end();) {
-        MessageTask& task = **it;
+        OperationTask& task = **it;
         if (stopping) task.Fail(absl::CancelledError("the communicator is being destroyed"));
         if (now > task.spec().deadline) {
           task.Fail(absl::DeadlineExceededError("the operation's timeout passed"));
         }
         moved |= task.Advance(context);
-        if (!task.spec().send) {
-          if (const absl::Status& step = static_cast<RecvTask&>(task).out_of_step(); !step.ok()) {
-            absl::MutexLock lock(&mutex_);
-            recv_out_of_step_[task.spec().peer] = step;
-          }
+        if (!task.out_of_step().empty()) {
+          absl::MutexLock lock(&mutex_);
+          for (const auto& [peer, why] : task.out_of_step()) recv_out_of_step_[peer] = why;
         }
         if (!task.status().ok() && task.caller_buffer_idle()) Report(task);
         if (!task.finished()) {
@@ -233,14 +283,10 @@ void Engine::Loop() {
           ++it;
           continue;
         }
-        const uint64_t bytes = task.spec().count * ElementSize(task.spec().dtype);
-        if (task.spec().send) {
-          ++stats_.messages_sent;
-          stats_.payload_bytes_sent += bytes;
-        } else {
-          ++stats_.messages_received;
-          stats_.payload_bytes_received += bytes;
-        }
+        stats_.messages_sent += task.spec().schedule.sends.size();
+        stats_.messages_received += task.spec().schedule.recvs.size();
+        stats_.payload_bytes_sent += task.payload_bytes_sent();
+        stats_.payload_bytes_received += task.payload_bytes_received();
         stats_.transfer_seconds += absl::ToDoubleSeconds(absl::Now() - task.started());
         {
           // Published before the caller hears of completion, so that stats() then includes it.

@@ -1,5 +1,5 @@
-// The pipeline engine of one communicator: turns Send/Recv calls into tasks (send_task.h,
-// recv_task.h) and runs them on its own thread, which advances every task without blocking and
+// The pipeline engine of one communicator: turns calls (a Send, a Recv or a collective, each a
+// schedule: schedule.h) into tasks (operation_task.h) and runs them on its own thread, which advances every task without blocking and
 // sleeps when none can move (woken by transport completions; polling while GPU work is pending).
 //
 // A call is prepared on the caller's thread (checked, its stream's position recorded) and then
@@ -10,6 +10,7 @@
 #include <cuda_runtime_api.h>
 
 #include <list>
+#include <optional>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -19,21 +20,20 @@
 #include "absl/synchronization/mutex.h"
 #include "pipeline/compression_policy.h"
 #include "pipeline/device_slots.h"
-#include "pipeline/message_task.h"
+#include "pipeline/operation_task.h"
 #include "pipeline/stream_flags.h"
 #include "transport/transport.h"
 
 namespace ucclzip::pipeline {
 
-// One Send or Recv as the caller made it.
+// One operation as the caller made it, with the schedule the collectives layer built for it.
 struct Call {
-  bool send = true;
-  const void* data = nullptr;
-  uint64_t count = 0;
+  Schedule schedule;
+  const void* input = nullptr;
+  void* output = nullptr;
   DataType dtype = DataType::kRaw;
-  int peer = 0;
   cudaStream_t stream = nullptr;
-  CompressionMode compression = CompressionMode::kAuto;
+  std::optional<CompressionMode> compression;  // unset: the communicator's default
   uint64_t tensor_id = 0;
   absl::Duration timeout = absl::InfiniteDuration();
 };
@@ -48,9 +48,9 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
 
   // Checks the call, records its stream position and creates its request. Caller's thread.
-  absl::StatusOr<MessageSpec> Prepare(const Call& call);
+  absl::StatusOr<OperationSpec> Prepare(Call call);
   // Queues prepared calls; their streams then wait for them.
-  void Submit(std::vector<MessageSpec> specs);
+  void Submit(std::vector<OperationSpec> specs);
 
   CommunicatorStats stats() const;
 
@@ -58,7 +58,7 @@ class Engine {
   absl::Status EnsureDevice(int device);
   void Loop();
   // Completes the task's request and releases its stream, once.
-  void Report(MessageTask& task);
+  void Report(OperationTask& task);
   void Wake();
 
   transport::Transport& transport_;
@@ -66,7 +66,7 @@ class Engine {
   const int rank_;
 
   mutable absl::Mutex mutex_;
-  std::vector<std::unique_ptr<MessageTask>> submitted_ ABSL_GUARDED_BY(mutex_);
+  std::vector<std::unique_ptr<OperationTask>> submitted_ ABSL_GUARDED_BY(mutex_);
   std::vector<uint32_t> next_send_sequence_ ABSL_GUARDED_BY(mutex_);
   std::vector<uint32_t> next_recv_sequence_ ABSL_GUARDED_BY(mutex_);
   std::vector<absl::Status> recv_out_of_step_ ABSL_GUARDED_BY(mutex_);
@@ -76,14 +76,16 @@ class Engine {
   // Device resources, created on the first device (or streamed) call, on its device.
   int device_ ABSL_GUARDED_BY(mutex_) = -1;
   std::unique_ptr<StreamFlags> flags_;
-  std::unique_ptr<DeviceSlotPool> send_slots_;
-  std::unique_ptr<DeviceSlotPool> recv_slots_;
+  // Per peer (null for this rank): slots of one peer never wait for another's.
+  std::vector<std::unique_ptr<DeviceSlotPool>> send_slots_;
+  std::vector<std::unique_ptr<DeviceSlotPool>> recv_slots_;
+  cudaStream_t copy_stream_ = nullptr;
 
   // Pipeline thread only.
   CompressionPolicy policy_;
   SendWindow send_window_;
   CommunicatorStats stats_;
-  std::list<std::unique_ptr<MessageTask>> active_;
+  std::list<std::unique_ptr<OperationTask>> active_;
   std::thread thread_;
 };
 

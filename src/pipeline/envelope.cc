@@ -8,7 +8,7 @@ namespace ucclzip::pipeline {
 namespace {
 
 constexpr uint32_t kMagic = 0x45505a55;  // "UZPE" little-endian
-constexpr uint8_t kVersion = 1;
+constexpr uint8_t kVersion = 2;
 
 void Put(uint8_t* at, uint64_t value, int bytes) {
   for (int i = 0; i < bytes; ++i) at[i] = static_cast<uint8_t>(value >> (8 * i));
@@ -34,6 +34,10 @@ std::array<uint8_t, kEnvelopeBytes> EncodeEnvelope(const Envelope& e) {
   Put(&bytes[32], e.raw_offset, 8);
   Put(&bytes[40], e.raw_bytes, 8);
   Put(&bytes[48], e.coded_offset, 8);
+  bytes[7] = static_cast<uint8_t>(e.operation);
+  Put(&bytes[56], e.operation_count, 8);
+  Put(&bytes[64], static_cast<uint32_t>(e.root), 4);
+  bytes[68] = static_cast<uint8_t>(e.op);
   return bytes;
 }
 
@@ -42,8 +46,10 @@ absl::StatusOr<Envelope> DecodeEnvelope(const uint8_t* bytes) {
     return absl::DataLossError(absl::StrCat("bad block envelope (magic ", Get(&bytes[0], 4), ", version ",
                                             bytes[4], ")"));
   }
-  if (bytes[5] > static_cast<uint8_t>(BlockKind::kFrame) || !IsValidDataType(bytes[6])) {
-    return absl::DataLossError(absl::StrCat("bad block envelope (kind ", bytes[5], ", dtype ", bytes[6], ")"));
+  if (bytes[5] > static_cast<uint8_t>(BlockKind::kFrame) || !IsValidDataType(bytes[6]) ||
+      bytes[7] > static_cast<uint8_t>(OperationKind::kBroadcast) || !IsValidReduceOp(bytes[68])) {
+    return absl::DataLossError(absl::StrCat("bad block envelope (kind ", bytes[5], ", dtype ", bytes[6], ", operation ",
+                                            bytes[7], ", reduction ", bytes[68], ")"));
   }
   Envelope e;
   e.kind = static_cast<BlockKind>(bytes[5]);
@@ -55,6 +61,10 @@ absl::StatusOr<Envelope> DecodeEnvelope(const uint8_t* bytes) {
   e.raw_offset = Get(&bytes[32], 8);
   e.raw_bytes = Get(&bytes[40], 8);
   e.coded_offset = Get(&bytes[48], 8);
+  e.operation = static_cast<OperationKind>(bytes[7]);
+  e.operation_count = Get(&bytes[56], 8);
+  e.root = static_cast<int32_t>(static_cast<uint32_t>(Get(&bytes[64], 4)));
+  e.op = static_cast<ReduceOp>(bytes[68]);
   return e;
 }
 

@@ -1,0 +1,54 @@
+// Chain broadcast: root -> root+1 -> ... -> root-1 (ranks modulo n), pipelined by blocks. The
+// root encodes each block once; every other rank receives it, forwards the frame as it arrived
+// to the next rank and decodes its own copy meanwhile. With B blocks per message a chain of n
+// ranks takes about B + n - 2 block times, against B for one receiver.
+#include "collectives/collective_args.h"
+#include "collectives/schedules.h"
+
+namespace ucclzip {
+namespace collectives {
+
+using pipeline::BufferRole;
+using pipeline::Chunk;
+using pipeline::Schedule;
+using pipeline::SendStep;
+
+Schedule ChainBroadcast(int rank, int size, uint64_t count, int root, bool in_place) {
+  Schedule schedule{.kind = pipeline::OperationKind::kBroadcast, .root = root, .count = count, .name = "broadcast"};
+  const int position = (rank - root + size) % size;
+  const int next = (rank + 1) % size, previous = (rank + size - 1) % size;
+  const Chunk output{BufferRole::kOutput, 0, count};
+  if (position == 0) {
+    if (!in_place) schedule.copies.push_back({Chunk{BufferRole::kInput, 0, count}, output});
+    if (size > 1) schedule.sends.push_back({.peer = next, .chunk = {BufferRole::kInput, 0, count}});
+    return schedule;
+  }
+  schedule.recvs.push_back({.peer = previous, .count = count, .into = output});
+  if (position + 1 < size) {
+    schedule.sends.push_back({.peer = next, .chunk = output, .source = SendStep::Source::kForward, .recv_step = 0});
+  }
+  return schedule;
+}
+
+}  // namespace collectives
+
+Operation Communicator::Broadcast(const void* sendbuff, void* recvbuff, size_t count, DataType dtype, int root,
+                                  cudaStream_t stream, const CollectiveOptions& options) {
+  const bool is_root = root == rank();
+  const collectives::CollectiveArgs args{
+      .name = collectives::OperationName(rank(), pipeline::OperationKind::kBroadcast, count, dtype, ReduceOp::kSum, root),
+      .sendbuff = is_root ? sendbuff : nullptr,
+      .recvbuff = recvbuff,
+      .send_elements = is_root ? count : 0,
+      .recv_elements = count,
+      .dtype = dtype,
+      .world_size = size()};
+  if (root < 0 || root >= size()) {
+    return Failed(absl::InvalidArgumentError(absl::StrCat(args.name, ": root ", root, " is not a rank of ", size())));
+  }
+  if (absl::Status s = collectives::CheckArgs(args); !s.ok()) return Failed(s);
+  return Submit(collectives::MakeCall(collectives::ChainBroadcast(rank(), size(), count, root, collectives::InPlace(args)),
+                                      args, stream, options));
+}
+
+}  // namespace ucclzip

@@ -1,0 +1,69 @@
+#include "collectives/collective_args.h"
+
+#include <limits>
+
+#include "absl/strings/str_cat.h"
+
+namespace ucclzip::collectives {
+namespace {
+
+absl::Hex Address(const void* pointer) { return absl::Hex(reinterpret_cast<uintptr_t>(pointer)); }
+
+}  // namespace
+
+std::string OperationName(int rank, pipeline::OperationKind kind, uint64_t count, DataType dtype, ReduceOp op, int root) {
+  std::string name = absl::StrCat("rank ", rank, ": ", pipeline::OperationKindName(kind), " (", count, " elements of ",
+                                  DataTypeName(dtype));
+  if (kind == pipeline::OperationKind::kReduceScatter || kind == pipeline::OperationKind::kAllReduce) {
+    absl::StrAppend(&name, ", ", ReduceOpName(op));
+  }
+  if (kind == pipeline::OperationKind::kBroadcast) absl::StrAppend(&name, ", root ", root);
+  return absl::StrCat(name, ")");
+}
+
+pipeline::Call MakeCall(pipeline::Schedule schedule, const CollectiveArgs& args, cudaStream_t stream,
+                        const CollectiveOptions& options) {
+  return pipeline::Call{.schedule = std::move(schedule),
+                        .input = args.send_elements > 0 ? args.sendbuff : nullptr,
+                        .output = const_cast<void*>(args.recvbuff),
+                        .dtype = args.dtype,
+                        .stream = stream,
+                        .compression = options.compression,
+                        .tensor_id = options.tensor_id,
+                        .timeout = options.timeout};
+}
+
+bool InPlace(const CollectiveArgs& args) {
+  const int64_t offset_bytes = args.in_place_offset * static_cast<int64_t>(ElementSize(args.dtype));
+  return reinterpret_cast<uintptr_t>(args.recvbuff) + static_cast<uintptr_t>(offset_bytes) ==
+         reinterpret_cast<uintptr_t>(args.sendbuff);
+}
+
+absl::Status CheckArgs(const CollectiveArgs& args) {
+  auto invalid = [&](auto... why) { return absl::InvalidArgumentError(absl::StrCat(args.name, ": ", why...)); };
+  if (!IsValidDataType(static_cast<uint8_t>(args.dtype))) return invalid("invalid dtype ", static_cast<int>(args.dtype));
+  if (args.reduces) {
+    if (!IsValidReduceOp(static_cast<uint8_t>(args.op))) return invalid("invalid reduction operator ", static_cast<int>(args.op));
+    if (args.dtype == DataType::kRaw) return invalid("raw bytes cannot be reduced; name an element type");
+  }
+  const size_t width = ElementSize(args.dtype);
+  const uint64_t limit = std::numeric_limits<uint64_t>::max() / width / static_cast<uint64_t>(args.world_size);
+  if (args.send_elements > limit || args.recv_elements > limit) {
+    return invalid(args.send_elements, " and ", args.recv_elements, " elements overflow a 64-bit byte count");
+  }
+  if ((args.send_elements > 0 && args.sendbuff == nullptr) || (args.recv_elements > 0 && args.recvbuff == nullptr)) {
+    return invalid("null buffer (sendbuff 0x", Address(args.sendbuff), ", recvbuff 0x", Address(args.recvbuff), ")");
+  }
+  if (args.send_elements == 0 || args.recv_elements == 0 || InPlace(args)) return absl::OkStatus();
+  const auto send = reinterpret_cast<uintptr_t>(args.sendbuff), recv = reinterpret_cast<uintptr_t>(args.recvbuff);
+  const uint64_t send_bytes = args.send_elements * width, recv_bytes = args.recv_elements * width;
+  if (send < recv + recv_bytes && recv < send + send_bytes) {
+    return invalid("sendbuff [0x", Address(args.sendbuff), ", +", send_bytes, " B) overlaps recvbuff [0x",
+                   Address(args.recvbuff), ", +",
+                   recv_bytes, " B) without being in place (sendbuff = recvbuff + ", args.in_place_offset * static_cast<int64_t>(width),
+                   " B)");
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace ucclzip::collectives

@@ -1,0 +1,45 @@
+// Checks of a collective's arguments on the calling rank, before anything is posted: types
+// and operators it supports, the root, sizes that overflow, and buffers that overlap other
+// than in NCCL's in-place layout. Errors name the rank, the operation and the sizes.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+#include "pipeline/engine.h"
+#include "ucclzip/communicator.h"
+#include "ucclzip/types.h"
+
+namespace ucclzip::collectives {
+
+struct CollectiveArgs {
+  std::string name;  // "rank 2: allreduce (1000 elements of bf16, sum)"
+  const void* sendbuff = nullptr;
+  const void* recvbuff = nullptr;
+  uint64_t send_elements = 0;  // what the operation reads of sendbuff
+  uint64_t recv_elements = 0;  // what it writes of recvbuff
+  // sendbuff == recvbuff + in_place_offset elements is NCCL's in-place layout (negative where
+  // recvbuff lies inside sendbuff, as for reduce-scatter).
+  int64_t in_place_offset = 0;
+  DataType dtype = DataType::kRaw;
+  bool reduces = false;
+  ReduceOp op = ReduceOp::kSum;
+  int world_size = 1;
+};
+
+// OK, or InvalidArgument explaining what is wrong.
+absl::Status CheckArgs(const CollectiveArgs& args);
+
+// True when sendbuff is exactly recvbuff + in_place_offset elements.
+bool InPlace(const CollectiveArgs& args);
+
+// "rank 2: allreduce (1000 elements of bf16, sum)"; `op` for reductions, `root` for broadcast.
+std::string OperationName(int rank, pipeline::OperationKind kind, uint64_t count, DataType dtype, ReduceOp op, int root);
+
+// The engine's call for a checked collective.
+pipeline::Call MakeCall(pipeline::Schedule schedule, const CollectiveArgs& args, cudaStream_t stream,
+                        const CollectiveOptions& options);
+
+}  // namespace ucclzip::collectives

@@ -1,0 +1,41 @@
+// The algorithms: each builds the schedule (pipeline/schedule.h) one rank runs for one call.
+// One algorithm per file, as in UCC; each file also holds the Communicator method that uses it.
+// Pure functions of the rank, the world size and the counts, so every rank derives its side of
+// every link on its own, and tests can check the schedules without processes.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "pipeline/schedule.h"
+
+namespace ucclzip::collectives {
+
+pipeline::Schedule SendSchedule(int peer, uint64_t count);
+pipeline::Schedule RecvSchedule(int peer, uint64_t count);
+
+// Ring allgather: rank r's block goes round the ring r -> r+1 -> ...; each rank encodes its own
+// block once and forwards the others' frames as they arrived. `in_place`: the input already is
+// output chunk r, so no local copy.
+pipeline::Schedule RingAllGather(int rank, int size, uint64_t sendcount, bool in_place);
+
+// Ring reduce-scatter: chunk c starts at rank c+1 and is combined at every hop (received op
+// local), ending at rank c. `chunks` gives each rank's chunk of the input (first, count).
+pipeline::Schedule RingReduceScatter(int rank, int size, uint64_t recvcount, ReduceOp op, bool in_place);
+
+// Ring allreduce: the reduce-scatter above over near-equal chunks of the count, then a ring
+// allgather of the reduced chunks, which forwards their frames without re-coding.
+pipeline::Schedule RingAllReduce(int rank, int size, uint64_t count, ReduceOp op, bool in_place);
+
+// Chain broadcast: root -> root+1 -> ... -> root-1, pipelined by blocks; the root encodes once
+// and every other rank forwards the frames while it decodes its own copy.
+pipeline::Schedule ChainBroadcast(int rank, int size, uint64_t count, int root, bool in_place);
+
+// Near-equal chunks of `count` over `size` ranks: the first count % size get one more.
+struct ChunkLayout {
+  uint64_t first;
+  uint64_t count;
+};
+std::vector<ChunkLayout> SplitEvenly(uint64_t count, int size);
+
+}  // namespace ucclzip::collectives

@@ -1,0 +1,246 @@
+#include "pipeline/operation_task.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace ucclzip::pipeline {
+
+uint32_t BlockCount(uint64_t count, uint64_t block_elements) {
+  return static_cast<uint32_t>(std::max<uint64_t>((count + block_elements - 1) / block_elements, 1));
+}
+
+OperationTask::OperationTask(OperationSpec spec, int world_size)
+    : spec_(std::move(spec)),
+      send_order_(world_size),
+      recv_order_(world_size),
+      first_send_sequence_(world_size),
+      first_recv_sequence_(world_size),
+      next_send_(world_size),
+      next_parts_(world_size) {
+  const Schedule& schedule = spec_.schedule;
+  for (size_t s = 0; s < schedule.sends.size(); ++s) {
+    send_step_first_.push_back(static_cast<uint32_t>(send_blocks_.size()));
+    for (uint32_t b = 0; b < BlockCount(schedule.sends[s].chunk.count, spec_.block_elements); ++b) {
+      send_blocks_.emplace_back();
+      send_blocks_.back().step = static_cast<int>(s);
+      send_blocks_.back().index = b;
+    }
+  }
+  for (size_t s = 0; s < schedule.recvs.size(); ++s) {
+    recv_step_first_.push_back(static_cast<uint32_t>(recv_blocks_.size()));
+    for (uint32_t b = 0; b < BlockCount(schedule.recvs[s].count, spec_.block_elements); ++b) {
+      recv_blocks_.emplace_back();
+      recv_blocks_.back().step = static_cast<int>(s);
+      recv_blocks_.back().index = b;
+    }
+  }
+  for (const SendStep& step : schedule.sends) {
+    if (step.source == SendStep::Source::kChunk) continue;
+    for (uint32_t b = 0; b < BlockCount(step.chunk.count, spec_.block_elements); ++b) {
+      ++recv_blocks_[recv_step_first_[step.recv_step] + b].consumers;
+    }
+  }
+  BuildLinkOrder();
+  if (schedule.copies.empty()) copies_ = CopyStage::kDone;
+}
+
+OperationTask::~OperationTask() {
+  if (spec_.input_ready != nullptr) cudaEventDestroy(spec_.input_ready);
+  if (copies_done_ != nullptr) cudaEventDestroy(copies_done_);
+}
+
+void OperationTask::BuildLinkOrder() {
+  // Block-major on every link (schedule.h): block 0 of each step to or from the peer, then 1, ...
+  const Schedule& schedule = spec_.schedule;
+  auto order = [&](auto& blocks, const std::vector<uint32_t>& step_first, size_t steps, auto peer_of, auto& out) {
+    uint32_t max_blocks = 0;
+    for (size_t s = 0; s < steps; ++s) {
+      const uint32_t end = s + 1 < steps ? step_first[s + 1] : static_cast<uint32_t>(blocks.size());
+      max_blocks = std::max(max_blocks, end - step_first[s]);
+    }
+    for (uint32_t b = 0; b < max_blocks; ++b) {
+      for (size_t s = 0; s < steps; ++s) {
+        const uint32_t end = s + 1 < steps ? step_first[s + 1] : static_cast<uint32_t>(blocks.size());
+        if (step_first[s] + b >= end) continue;
+        auto& link = out[peer_of(s)];
+        blocks[step_first[s] + b].link_position = static_cast<uint32_t>(link.size());
+        link.push_back(step_first[s] + b);
+      }
+    }
+  };
+  order(send_blocks_, send_step_first_, schedule.sends.size(), [&](size_t s) { return schedule.sends[s].peer; },
+        send_order_);
+  order(recv_blocks_, recv_step_first_, schedule.recvs.size(), [&](size_t s) { return schedule.recvs[s].peer; },
+        recv_order_);
+}
+
+void OperationTask::set_first_sequences(std::vector<uint32_t> send, std::vector<uint32_t> recv) {
+  first_send_sequence_ = std::move(send);
+  first_recv_sequence_ = std::move(recv);
+}
+
+void OperationTask::Fail(const absl::Status& why) {
+  if (!status_.ok() || why.ok()) return;
+  status_ = absl::Status(why.code(), absl::StrCat(spec_.description, ": ", why.message()));
+}
+
+void OperationTask::FailBlock(const char* direction, int step, uint32_t block, const absl::Status& why) {
+  if (why.ok()) return;
+  if (spec_.schedule.kind == OperationKind::kSendRecv) return Fail(why);
+  const int peer = direction[0] == 's' ? spec_.schedule.sends[step].peer : spec_.schedule.recvs[step].peer;
+  Fail(absl::Status(why.code(), absl::StrCat(direction, " step ", step, " (peer ", peer, ", block ", block, "): ",
+                                             why.message())));
+}
+
+uint64_t OperationTask::payload_bytes_sent() const {
+  uint64_t elements = 0;
+  for (const SendStep& step : spec_.schedule.sends) elements += step.chunk.count;
+  return elements * ElementSize(spec_.dtype);
+}
+
+uint64_t OperationTask::payload_bytes_received() const {
+  uint64_t elements = 0;
+  for (const RecvStep& step : spec_.schedule.recvs) elements += step.count;
+  return elements * ElementSize(spec_.dtype);
+}
+
+uint8_t* OperationTask::ChunkAddress(const Chunk& chunk, uint64_t element) const {
+  uint8_t* base = chunk.buffer == BufferRole::kInput ? spec_.input : spec_.output;
+  return base + (chunk.first + element) * ElementSize(spec_.dtype);
+}
+
+uint64_t OperationTask::BlockElements(uint64_t count, uint32_t block) const {
+  const uint64_t first = uint64_t{block} * spec_.block_elements;
+  return first >= count ? 0 : std::min(spec_.block_elements, count - first);
+}
+
+Envelope OperationTask::OperationEnvelope() const {
+  Envelope envelope;
+  envelope.dtype = spec_.dtype;
+  envelope.operation = spec_.schedule.kind;
+  envelope.operation_count = spec_.schedule.count;
+  envelope.root = spec_.schedule.root;
+  envelope.op = spec_.schedule.op;
+  return envelope;
+}
+
+bool OperationTask::InputReady() {
+  if (input_seen_ready_ || spec_.input_ready == nullptr) return input_seen_ready_ = true;
+  absl::StatusOr<bool> done = EventDone(spec_.input_ready);
+  if (!done.ok()) Fail(done.status());
+  input_seen_ready_ = done.ok() && *done;
+  return input_seen_ready_;
+}
+
+bool OperationTask::AdvanceCopies(TaskContext& context) {
+  if (copies_ == CopyStage::kDone) return false;
+  if (copies_ == CopyStage::kRunning) {
+    absl::StatusOr<bool> done = EventDone(copies_done_);
+    if (done.ok() && !*done) return false;
+    Fail(done.status());
+    copies_ = CopyStage::kDone;
+    return true;
+  }
+  if (!status_.ok()) {
+    copies_ = CopyStage::kDone;
+    return true;
+  }
+  if (!InputReady()) return false;
+  const size_t width = ElementSize(spec_.dtype);
+  if (spec_.memory == transport::MemoryType::kHost) {
+    for (const LocalCopy& copy : spec_.schedule.copies) {
+      std::memmove(ChunkAddress(copy.to, 0), ChunkAddress(copy.from, 0), copy.from.count * width);
+    }
+    copies_ = CopyStage::kDone;
+    return true;
+  }
+  absl::Status status = CudaStatus(cudaEventCreateWithFlags(&copies_done_, cudaEventDisableTiming), "creating an event");
+  if (status.ok()) {
+    status = CudaStatus(cudaStreamWaitEvent(context.copy_stream, spec_.input_ready, 0), "ordering after the caller's stream");
+  }
+  for (const LocalCopy& copy : spec_.schedule.copies) {
+    if (!status.ok()) break;
+    status = CudaStatus(cudaMemcpyAsync(ChunkAddress(copy.to, 0), ChunkAddress(copy.from, 0), copy.from.count * width,
+                                        cudaMemcpyDeviceToDevice, context.copy_stream),
+                        "copying within the device");
+  }
+  if (status.ok()) status = CudaStatus(cudaEventRecord(copies_done_, context.copy_stream), "recording the copy event");
+  if (!status.ok()) {
+    Fail(status);
+    // Whatever was queued finishes before the event is destroyed.
+    cudaStreamSynchronize(context.copy_stream);
+    copies_ = CopyStage::kDone;
+    return true;
+  }
+  copies_ = CopyStage::kRunning;
+  return true;
+}
+
+bool OperationTask::Advance(TaskContext& context) {
+  bool moved = AdvanceCopies(context);
+  moved |= AdvanceRecvs(context);
+  moved |= AdvanceSends(context);
+  return moved;
+}
+
+bool OperationTask::finished() const {
+  if (copies_ != CopyStage::kDone) return false;
+  if (!recv_blocks_.empty() && !envelopes_posted_) return false;
+  for (const RecvBlock& block : recv_blocks_) {
+    if (!block.retired) return false;
+  }
+  for (const SendBlock& block : send_blocks_) {
+    if (block.stage == SendStage::kEncoding || block.stage == SendStage::kSending) return false;
+    if (block.stage == SendStage::kWaiting && status_.ok()) return false;
+  }
+  return true;
+}
+
+bool OperationTask::waits_on_gpu() const {
+  if (spec_.input_ready != nullptr && !input_seen_ready_) return true;
+  if (copies_ == CopyStage::kRunning) return true;
+  for (const SendBlock& block : send_blocks_) {
+    if (block.stage == SendStage::kEncoding) return true;
+  }
+  for (const RecvBlock& block : recv_blocks_) {
+    if (block.stage == RecvStage::kProcessing) return true;
+  }
+  return false;
+}
+
+bool OperationTask::caller_buffer_idle() const {
+  if (copies_ == CopyStage::kRunning) return false;
+  for (const SendBlock& block : send_blocks_) {
+    if (block.stage == SendStage::kEncoding || block.stage == SendStage::kSending) return false;
+  }
+  for (const RecvBlock& block : recv_blocks_) {
+    if (block.stage != RecvStage::kEnvelope && block.stage != RecvStage::kParts && !block.retired) return false;
+  }
+  return true;
+}
+
+std::optional<absl::Status> OperationTask::Completed(const std::vector<std::shared_ptr<transport::Request>>& requests) {
+  absl::Status first;
+  for (const auto& request : requests) {
+    if (!request->Test()) return std::nullopt;
+    first.Update(request->Wait(absl::InfinitePast()));
+  }
+  return first;
+}
+
+absl::Status CudaStatus(cudaError_t err, const char* what) {
+  if (err == cudaSuccess) return absl::OkStatus();
+  cudaGetLastError();
+  return absl::InternalError(absl::StrCat(what, ": ", cudaGetErrorString(err)));
+}
+
+absl::StatusOr<bool> EventDone(cudaEvent_t event) {
+  cudaError_t err = cudaEventQuery(event);
+  if (err == cudaErrorNotReady) return false;
+  if (err != cudaSuccess) return CudaStatus(err, "waiting for a CUDA event");
+  return true;
+}
+
+}  // namespace ucclzip::pipeline

@@ -1,0 +1,231 @@
+// One operation (a Send, a Recv or a collective) as the pipeline thread runs it: a
+// non-blocking state machine (UCC-style post/progress) over the blocks of its schedule's steps.
+// Advance() moves every block as far as it can without waiting and says whether anything moved;
+// the engine calls it until the task is finished. A failed task stops starting blocks but stays
+// until everything it handed to the transport or the GPU has completed, so that no buffer or
+// slot is released while still in use.
+//
+// Files: operation_task.cc (lifecycle, ordering, local copies), operation_task_send.cc (send
+// blocks: encode or not, split-send, forwarding), operation_task_recv.cc (receive blocks:
+// envelope checks, decode, reduce).
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "pipeline/compression_policy.h"
+#include "pipeline/device_slots.h"
+#include "pipeline/envelope.h"
+#include "pipeline/schedule.h"
+#include "pipeline/send_window.h"
+#include "pipeline/stream_flags.h"
+#include "transport/transport.h"
+#include "ucclzip/communicator.h"
+
+namespace ucclzip::pipeline {
+
+// Tag streams of the parts of one block (the block's sequence is the OpTag sequence).
+enum PartStream : uint32_t { kEnvelopeStream = 0, kRawStream = 1, kHeadStream = 2, kCodedStream = 3 };
+
+struct OperationSpec {
+  Schedule schedule;
+  uint8_t* input = nullptr;   // the caller's send buffer (null if the schedule reads none)
+  uint8_t* output = nullptr;  // the caller's receive buffer (null if the schedule writes none)
+  DataType dtype = DataType::kRaw;
+  transport::MemoryType memory = transport::MemoryType::kHost;
+  CompressionMode compression = CompressionMode::kAuto;
+  uint64_t tensor = 0;
+  absl::Time deadline = absl::InfiniteFuture();
+  // Recorded on the caller's stream at the call: the input (and the output's previous users)
+  // is ready once it completes. Owned by the task.
+  cudaEvent_t input_ready = nullptr;
+  cudaStream_t stream = nullptr;
+  // Raised when the task finishes, to release the caller's stream.
+  std::optional<StreamFlags::Ticket> done_flag;
+  uint64_t block_elements = 0;  // elements per pipeline block (a chunk's last may be shorter)
+  // "rank 0: send to peer 1 (1000 elements of bf16, host memory)"
+  std::string description;
+  std::shared_ptr<transport::Request> request;
+};
+
+// The pipeline blocks a chunk of `count` elements is cut into (at least one, for empty chunks).
+uint32_t BlockCount(uint64_t count, uint64_t block_elements);
+
+// What tasks use of the engine; pipeline thread only.
+struct TaskContext {
+  transport::Transport* transport = nullptr;
+  CompressionPolicy* policy = nullptr;
+  // Per peer, null until the first device operation (and for this rank itself): each peer has
+  // its own slots, so that one peer's blocks can never hold the slots another peer needs.
+  std::vector<DeviceSlotPool*> send_slots;
+  std::vector<DeviceSlotPool*> recv_slots;
+  cudaStream_t copy_stream = nullptr;  // local copies of device buffers
+  SendWindow* send_window = nullptr;
+  transport::CompletionCallback wake;  // given to every transport request
+  CommunicatorStats* stats = nullptr;
+};
+
+class OperationTask {
+ public:
+  OperationTask(OperationSpec spec, int world_size);
+  ~OperationTask();
+  OperationTask(const OperationTask&) = delete;
+  OperationTask& operator=(const OperationTask&) = delete;
+
+  // Transport sequences this task takes on each link: sends to `peer`, receives from `peer`.
+  uint32_t SendBlocksTo(int peer) const { return static_cast<uint32_t>(send_order_[peer].size()); }
+  uint32_t RecvBlocksFrom(int peer) const { return static_cast<uint32_t>(recv_order_[peer].size()); }
+  // Given by the engine at submission: the first sequence of this task on each link.
+  void set_first_sequences(std::vector<uint32_t> send, std::vector<uint32_t> recv);
+  void set_rank(int rank) { rank_ = rank; }
+  void set_done_flag(StreamFlags::Ticket ticket) { spec_.done_flag = ticket; }
+
+  // Moves the task on; true if anything changed.
+  bool Advance(TaskContext& context);
+  // Done, or failed with nothing left in flight.
+  bool finished() const;
+  // True while the task waits on the GPU (the engine then polls instead of sleeping).
+  bool waits_on_gpu() const;
+  // True when nothing in flight reads or writes the caller's buffers: a failed task is then
+  // reported to the caller at once, while it drains its own buffers in the background.
+  bool caller_buffer_idle() const;
+  // Peers whose messages no longer line up with this rank's receives after a mismatch: the
+  // engine refuses later receives from them with the status.
+  const std::vector<std::pair<int, absl::Status>>& out_of_step() const { return out_of_step_; }
+
+  const OperationSpec& spec() const { return spec_; }
+  const absl::Status& status() const { return status_; }
+  absl::Time started() const { return started_; }
+  // Records the first failure, phrased with this task's description.
+  void Fail(const absl::Status& why);
+  // User bytes this task sends and receives (for the statistics).
+  uint64_t payload_bytes_sent() const;
+  uint64_t payload_bytes_received() const;
+
+ private:
+  enum class SendStage { kWaiting, kEncoding, kSending, kDone };
+  enum class RecvStage { kEnvelope, kParts, kHead, kReceiving, kProcessing, kDone };
+
+  struct SendBlock {
+    int step = 0;
+    uint32_t index = 0;  // block of the step's chunk
+    uint32_t link_position = 0;
+    SendStage stage = SendStage::kWaiting;
+    std::array<uint8_t, kEnvelopeBytes> envelope{};
+    FramePlan plan{};
+    std::unique_ptr<uint8_t[]> host_frame;
+    DeviceSlot* slot = nullptr;
+    bool slot_borrowed = false;  // the slot of the receive block this one re-encodes
+    bool raw_posted = false;
+    uint64_t window_bytes = 0;  // taken from the send window while the block is in flight
+    absl::Time codec_start;
+    std::vector<std::shared_ptr<transport::Request>> requests;
+  };
+
+  struct RecvBlock {
+    int step = 0;
+    uint32_t index = 0;
+    uint32_t link_position = 0;
+    RecvStage stage = RecvStage::kEnvelope;
+    bool landed = false;   // every part has arrived (a forward may start)
+    bool retired = false;  // buffers released (after the result's consumers are done)
+    int consumers = 0;     // send blocks that still read this block's buffers
+    std::array<uint8_t, kEnvelopeBytes> envelope{};
+    Envelope header;
+    FramePlan plan{};
+    uint64_t frame_bytes = 0;
+    std::unique_ptr<uint8_t[]> host_frame;
+    std::unique_ptr<uint8_t[]> host_scratch;
+    DeviceSlot* slot = nullptr;
+    // Where the plain bytes landed, or the result is: the output buffer or scratch.
+    uint8_t* result = nullptr;
+    absl::Time codec_start;
+    std::shared_ptr<transport::Request> envelope_request;
+    std::shared_ptr<transport::Request> head_request;
+    std::vector<std::shared_ptr<transport::Request>> requests;
+  };
+
+  // --- lifecycle (operation_task.cc)
+  void BuildLinkOrder();
+  bool InputReady();
+  bool AdvanceCopies(TaskContext& context);
+  void FailBlock(const char* direction, int step, uint32_t block, const absl::Status& why);
+  uint8_t* ChunkAddress(const Chunk& chunk, uint64_t element) const;
+  uint64_t BlockElements(uint64_t count, uint32_t block) const;
+  Envelope OperationEnvelope() const;
+  transport::OpTag Tag(uint32_t first, uint32_t position, PartStream stream) const {
+    return transport::OpTag{(first + position) & transport::kMaxSequence, stream};
+  }
+  static std::optional<absl::Status> Completed(const std::vector<std::shared_ptr<transport::Request>>& requests);
+
+  // --- sending (operation_task_send.cc)
+  bool AdvanceSends(TaskContext& context);
+  bool SourceReady(const SendBlock& block) const;
+  bool StartSend(TaskContext& context, SendBlock& block);
+  void StartForward(TaskContext& context, SendBlock& block);
+  void StartPlain(TaskContext& context, SendBlock& block, const uint8_t* source);
+  void StartHostFrame(TaskContext& context, SendBlock& block, const uint8_t* source);
+  bool StartDeviceFrame(TaskContext& context, SendBlock& block, const uint8_t* source);
+  bool AdvanceEncoding(TaskContext& context, SendBlock& block);
+  void SendRest(TaskContext& context, SendBlock& block, const uint8_t* head, const uint8_t* frame, uint64_t frame_bytes,
+                transport::MemoryType frame_memory);
+  void RetireSend(TaskContext& context, SendBlock& block);
+  void PostSend(TaskContext& context, SendBlock& block, const void* data, uint64_t bytes, transport::MemoryType memory,
+                PartStream stream);
+  RecvBlock* SourceBlock(const SendBlock& block);
+
+  // --- receiving (operation_task_recv.cc)
+  bool AdvanceRecvs(TaskContext& context);
+  bool AdvanceRecv(TaskContext& context, RecvBlock& block);
+  bool OnEnvelope(RecvBlock& block);
+  bool PostParts(TaskContext& context, RecvBlock& block);
+  bool OnHead(TaskContext& context, RecvBlock& block);
+  bool Process(TaskContext& context, RecvBlock& block);
+  bool FinishProcessing(TaskContext& context, RecvBlock& block);
+  bool RetireRecv(TaskContext& context, RecvBlock& block);
+  void PostRecv(TaskContext& context, RecvBlock& block, void* data, uint64_t bytes, transport::MemoryType memory,
+                PartStream stream, std::shared_ptr<transport::Request>* keep = nullptr);
+  // Where block `block` of receive step `step` ends up, or null if it stays in scratch.
+  uint8_t* Destination(const RecvStep& step, uint32_t block) const;
+
+  OperationSpec spec_;
+  absl::Status status_;
+  absl::Time started_ = absl::Now();
+  int rank_ = 0;
+  bool input_seen_ready_ = false;
+
+  // Blocks of every step, step-major; the link orders below index them block-major.
+  std::vector<SendBlock> send_blocks_;
+  std::vector<RecvBlock> recv_blocks_;
+  std::vector<uint32_t> send_step_first_;  // index of each send step's first block
+  std::vector<uint32_t> recv_step_first_;
+  // Per peer: the blocks on that link in sequence order (indices into the vectors above).
+  std::vector<std::vector<uint32_t>> send_order_;
+  std::vector<std::vector<uint32_t>> recv_order_;
+  std::vector<uint32_t> first_send_sequence_;
+  std::vector<uint32_t> first_recv_sequence_;
+  std::vector<uint32_t> next_send_;   // per peer: the next block to start
+  std::vector<uint32_t> next_parts_;  // per peer: the next block to post its parts
+  bool envelopes_posted_ = false;
+
+  enum class CopyStage { kPending, kRunning, kDone };
+  CopyStage copies_ = CopyStage::kPending;
+  cudaEvent_t copies_done_ = nullptr;
+
+  std::vector<std::pair<int, absl::Status>> out_of_step_;
+};
+
+// CUDA's answer for an event: true when done, false when pending; errors become a status.
+absl::StatusOr<bool> EventDone(cudaEvent_t event);
+absl::Status CudaStatus(cudaError_t err, const char* what);
+
+}  // namespace ucclzip::pipeline

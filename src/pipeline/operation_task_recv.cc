@@ -1,0 +1,285 @@
+// Receive blocks: every envelope receive is posted at once; each envelope is checked against
+// what this rank's own schedule expects (operation, counts, type, operator, root) before
+// anything lands in the caller's buffer. Then, in the link's sequence order, the block's parts
+// are received: plain bytes straight into the caller's buffer where nothing else is to be done
+// with them, otherwise into scratch; frames into a host buffer or a device slot of that peer.
+// Last the frame is decoded and the result combined with local elements where the step says so.
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "pipeline/operation_task.h"
+#include "pipeline/reduce.h"
+
+namespace ucclzip::pipeline {
+
+using transport::MemoryType;
+
+namespace {
+
+std::string DescribeOperation(OperationKind kind, uint64_t count, DataType dtype, ReduceOp op, int root) {
+  std::string text = absl::StrCat(OperationKindName(kind), " of ", count, " elements of ", DataTypeName(dtype));
+  if (kind == OperationKind::kReduceScatter || kind == OperationKind::kAllReduce) absl::StrAppend(&text, " (", ReduceOpName(op), ")");
+  if (kind == OperationKind::kBroadcast) absl::StrAppend(&text, " (root ", root, ")");
+  return text;
+}
+
+}  // namespace
+
+uint8_t* OperationTask::Destination(const RecvStep& step, uint32_t block) const {
+  if (!step.into) return nullptr;
+  return ChunkAddress(*step.into, uint64_t{block} * spec_.block_elements);
+}
+
+void OperationTask::PostRecv(TaskContext& context, RecvBlock& block, void* data, uint64_t bytes, MemoryType memory,
+                             PartStream stream, std::shared_ptr<transport::Request>* keep) {
+  const int peer = spec_.schedule.recvs[block.step].peer;
+  block.requests.push_back(context.transport->Recv(
+      peer, data, bytes, memory, Tag(first_recv_sequence_[peer], block.link_position, stream), context.wake));
+  context.stats->wire_bytes_received += bytes;
+  if (keep != nullptr) *keep = block.requests.back();
+}
+
+bool OperationTask::AdvanceRecvs(TaskContext& context) {
+  if (!envelopes_posted_ && !recv_blocks_.empty()) {
+    if (!status_.ok()) {
+      for (RecvBlock& block : recv_blocks_) block.stage = RecvStage::kDone, block.retired = true;
+    } else {
+      // Envelopes are tiny and host-side: posting all at once lets every block's sender go ahead.
+      for (RecvBlock& block : recv_blocks_) {
+        PostRecv(context, block, block.envelope.data(), kEnvelopeBytes, MemoryType::kHost, kEnvelopeStream,
+                 &block.envelope_request);
+      }
+    }
+    envelopes_posted_ = true;
+    return true;
+  }
+  bool moved = false;
+  for (RecvBlock& block : recv_blocks_) moved |= AdvanceRecv(context, block);
+  return moved;
+}
+
+bool OperationTask::AdvanceRecv(TaskContext& context, RecvBlock& block) {
+  if (block.retired) return false;
+  if (!status_.ok() && block.stage != RecvStage::kProcessing) return RetireRecv(context, block);
+  switch (block.stage) {
+    case RecvStage::kEnvelope: return OnEnvelope(block);
+    case RecvStage::kParts: return PostParts(context, block);
+    case RecvStage::kHead: return OnHead(context, block);
+    case RecvStage::kReceiving: return Process(context, block);
+    case RecvStage::kProcessing: return FinishProcessing(context, block);
+    case RecvStage::kDone: return RetireRecv(context, block);
+  }
+  return false;
+}
+
+bool OperationTask::OnEnvelope(RecvBlock& block) {
+  if (!block.envelope_request->Test()) return false;
+  if (absl::Status s = block.envelope_request->Wait(absl::InfinitePast()); !s.ok()) {
+    FailBlock("recv", block.step, block.index, s);
+    return true;
+  }
+  absl::StatusOr<Envelope> envelope = DecodeEnvelope(block.envelope.data());
+  if (!envelope.ok()) {
+    FailBlock("recv", block.step, block.index, envelope.status());
+    return true;
+  }
+  block.header = *envelope;
+  const RecvStep& step = spec_.schedule.recvs[block.step];
+  const Schedule& mine = spec_.schedule;
+  const uint64_t elements = BlockElements(step.count, block.index);
+  const uint32_t blocks = BlockCount(step.count, spec_.block_elements);
+  auto mismatch = [&](absl::Status why) {
+    out_of_step_.emplace_back(step.peer, absl::FailedPreconditionError(absl::StrCat(
+                                             "rank ", rank_, ": receives from peer ", step.peer,
+                                             " are out of step after a mismatched receive")));
+    FailBlock("recv", block.step, block.index, why);
+    return true;
+  };
+  // A point-to-point message is checked by its count and type alone, below.
+  const bool collective = mine.kind != OperationKind::kSendRecv;
+  const bool reduces = mine.kind == OperationKind::kReduceScatter || mine.kind == OperationKind::kAllReduce;
+  if (envelope->operation != mine.kind ||
+      (collective && (envelope->operation_count != mine.count || envelope->root != mine.root ||
+                      envelope->dtype != spec_.dtype || (reduces && envelope->op != mine.op)))) {
+    return mismatch(absl::InvalidArgumentError(absl::StrCat(
+        "peer ", step.peer, " called ",
+        DescribeOperation(envelope->operation, envelope->operation_count, envelope->dtype, envelope->op, envelope->root),
+        " where rank ", rank_, " called ", DescribeOperation(mine.kind, mine.count, spec_.dtype, mine.op, mine.root))));
+  }
+  if (envelope->dtype != spec_.dtype || envelope->message_count != step.count || envelope->block_index != block.index ||
+      envelope->block_count != blocks || envelope->block_elements != elements) {
+    return mismatch(absl::InvalidArgumentError(absl::StrCat(
+        "the sender sent ", envelope->message_count, " elements of ", DataTypeName(envelope->dtype), " (block ",
+        envelope->block_index, " of ", envelope->block_count, ", ", envelope->block_elements,
+        " elements) where this receive expects ", step.count, " elements of ", DataTypeName(spec_.dtype), " (block ",
+        block.index, " of ", blocks, ", ", elements, " elements)")));
+  }
+  if (envelope->kind == BlockKind::kFrame) {
+    absl::StatusOr<FramePlan> plan = PlanFrame(spec_.dtype, elements);
+    if (!plan.ok() || !plan->split || plan->raw_offset != envelope->raw_offset || plan->raw_bytes != envelope->raw_bytes ||
+        plan->coded_offset != envelope->coded_offset) {
+      FailBlock("recv", block.step, block.index,
+                absl::DataLossError(absl::StrCat("block ", block.index, ": the envelope's frame layout (raw ",
+                                                 envelope->raw_offset, "+", envelope->raw_bytes, ", coded at ",
+                                                 envelope->coded_offset, ") is not the one of ", elements,
+                                                 " elements of ", DataTypeName(spec_.dtype))));
+      return true;
+    }
+    block.plan = *plan;
+  }
+  block.stage = RecvStage::kParts;
+  return true;
+}
+
+bool OperationTask::PostParts(TaskContext& context, RecvBlock& block) {
+  const RecvStep& step = spec_.schedule.recvs[block.step];
+  // Parts are posted in the link's sequence order (this is what bounds the slots a ring can
+  // hold: schedule.h), and nothing lands in the caller's buffer before the caller's stream is
+  // done with it.
+  if (recv_order_[step.peer][next_parts_[step.peer]] != static_cast<uint32_t>(&block - recv_blocks_.data())) return false;
+  if (!InputReady()) return false;
+  const uint64_t bytes = BlockElements(step.count, block.index) * ElementSize(spec_.dtype);
+  const bool direct = block.header.kind == BlockKind::kPlain && step.into && !step.reduce_with;
+  const bool frame = block.header.kind == BlockKind::kFrame;
+  if (direct) {
+    block.result = Destination(step, block.index);
+    PostRecv(context, block, block.result, bytes, spec_.memory, kRawStream);
+    block.stage = RecvStage::kReceiving;
+    ++next_parts_[step.peer];
+    return true;
+  }
+  uint8_t* frame_buffer = nullptr;
+  uint8_t* head = nullptr;
+  if (spec_.memory == MemoryType::kHost) {
+    if (frame) {
+      block.host_frame.reset(new uint8_t[block.plan.max_frame_bytes]);
+      frame_buffer = head = block.host_frame.get();
+    }
+    if (!frame || step.reduce_with || !step.into) {
+      block.host_scratch.reset(new uint8_t[bytes > 0 ? bytes : 1]);
+      block.result = block.host_scratch.get();
+    }
+  } else {
+    block.slot = context.recv_slots[step.peer]->TryAcquire();
+    if (block.slot == nullptr) return false;
+    if (absl::Status fits = frame ? block.slot->CheckFits(block.plan) : absl::OkStatus(); !fits.ok()) {
+      context.recv_slots[step.peer]->Release(block.slot);
+      block.slot = nullptr;
+      FailBlock("recv", block.step, block.index, fits);
+      return true;
+    }
+    frame_buffer = block.slot->frame;
+    head = block.slot->head;
+    if (!frame || step.reduce_with || !step.into) block.result = block.slot->scratch;
+  }
+  ++next_parts_[step.peer];
+  if (!frame) {
+    PostRecv(context, block, block.result, bytes, spec_.memory, kRawStream);
+    block.stage = RecvStage::kReceiving;
+    return true;
+  }
+  const MemoryType frame_memory = spec_.memory;
+  PostRecv(context, block, frame_buffer + block.plan.raw_offset, block.plan.raw_bytes, frame_memory, kRawStream);
+  PostRecv(context, block, head, block.plan.raw_offset, MemoryType::kHost, kHeadStream, &block.head_request);
+  block.stage = RecvStage::kHead;
+  return true;
+}
+
+bool OperationTask::OnHead(TaskContext& context, RecvBlock& block) {
+  if (!block.head_request->Test()) return false;
+  if (absl::Status s = block.head_request->Wait(absl::InfinitePast()); !s.ok()) {
+    FailBlock("recv", block.step, block.index, s);
+    return true;
+  }
+  const uint8_t* head = block.slot != nullptr ? block.slot->head : block.host_frame.get();
+  std::memcpy(&block.frame_bytes, head + kFrameBytesFieldOffset, sizeof(block.frame_bytes));
+  if (block.frame_bytes < block.plan.coded_offset || block.frame_bytes > block.plan.max_frame_bytes) {
+    FailBlock("recv", block.step, block.index,
+              absl::DataLossError(absl::StrCat("block ", block.index, ": the frame header claims ", block.frame_bytes,
+                                               " bytes, outside [", block.plan.coded_offset, ", ",
+                                               block.plan.max_frame_bytes, "]")));
+    return true;
+  }
+  uint8_t* frame = block.slot != nullptr ? block.slot->frame : block.host_frame.get();
+  PostRecv(context, block, frame + block.plan.coded_offset, block.frame_bytes - block.plan.coded_offset, spec_.memory,
+           kCodedStream);
+  block.stage = RecvStage::kReceiving;
+  return true;
+}
+
+bool OperationTask::Process(TaskContext& context, RecvBlock& block) {
+  std::optional<absl::Status> done = Completed(block.requests);
+  if (!done) return false;
+  if (!done->ok()) {
+    FailBlock("recv", block.step, block.index, *done);
+    return RetireRecv(context, block);
+  }
+  block.landed = true;
+  const RecvStep& step = spec_.schedule.recvs[block.step];
+  const uint64_t elements = BlockElements(step.count, block.index);
+  const bool frame = block.header.kind == BlockKind::kFrame;
+  if (!frame && !step.reduce_with) {
+    block.stage = RecvStage::kDone;
+    return true;
+  }
+  // The decoded block goes where the result goes, unless a reduction still has to combine it.
+  uint8_t* decoded = step.reduce_with || !step.into ? block.result : Destination(step, block.index);
+  uint8_t* result = step.into ? Destination(step, block.index) : block.result;
+  const uint8_t* local = step.reduce_with ? ChunkAddress(*step.reduce_with, uint64_t{block.index} * spec_.block_elements)
+                                          : nullptr;
+  const Combiner combiner{spec_.dtype, spec_.schedule.op, step.divisor};
+  block.codec_start = absl::Now();
+  if (block.slot == nullptr) {
+    absl::Status status;
+    if (frame) status = DecompressHost(block.host_frame.get(), block.frame_bytes, spec_.dtype, decoded, elements);
+    if (status.ok() && local != nullptr) ReduceHost(combiner, decoded, local, result, elements);
+    context.stats->codec_seconds += absl::ToDoubleSeconds(absl::Now() - block.codec_start);
+    FailBlock("recv", block.step, block.index, status);
+    block.stage = RecvStage::kDone;
+    return true;
+  }
+  DeviceSlot* slot = block.slot;
+  absl::Status status = CudaStatus(cudaStreamWaitEvent(slot->stream, spec_.input_ready, 0), "ordering after the caller's stream");
+  if (status.ok() && frame) {
+    status = CudaStatus(cudaMemcpyAsync(slot->frame, slot->head, block.plan.raw_offset, cudaMemcpyHostToDevice, slot->stream),
+                        "copying the frame head to the device");
+    if (status.ok()) status = slot->codec->Decompress(slot->frame, block.frame_bytes, spec_.dtype, decoded, elements, slot->stream);
+  }
+  if (status.ok() && local != nullptr) status = ReduceDevice(combiner, decoded, local, result, elements, slot->stream);
+  if (status.ok()) status = CudaStatus(cudaEventRecord(slot->codec_done, slot->stream), "recording the decode event");
+  FailBlock("recv", block.step, block.index, status);
+  block.stage = RecvStage::kProcessing;
+  return true;
+}
+
+bool OperationTask::FinishProcessing(TaskContext& context, RecvBlock& block) {
+  absl::StatusOr<bool> decoded = EventDone(block.slot->codec_done);
+  if (decoded.ok() && !*decoded && status_.ok()) return false;
+  absl::Status status = decoded.status();
+  // Waits for whatever is left on the slot's stream and reports a malformed frame.
+  status.Update(block.slot->codec->StreamStatus(block.slot->stream));
+  FailBlock("recv", block.step, block.index, status);
+  context.stats->codec_seconds += absl::ToDoubleSeconds(absl::Now() - block.codec_start);
+  block.stage = RecvStage::kDone;
+  return true;
+}
+
+bool OperationTask::RetireRecv(TaskContext& context, RecvBlock& block) {
+  if (!Completed(block.requests)) return false;
+  if (block.consumers > 0) {
+    // Sends still read this block's buffers; after a failure only those already started do.
+    if (status_.ok()) return false;
+    for (SendBlock& send : send_blocks_) {
+      if ((send.stage == SendStage::kEncoding || send.stage == SendStage::kSending) && SourceBlock(send) == &block) return false;
+    }
+  }
+  const int peer = spec_.schedule.recvs[block.step].peer;
+  if (block.slot != nullptr) context.recv_slots[peer]->ReleaseIdle(&block.slot);
+  block.host_frame.reset();
+  block.host_scratch.reset();
+  block.stage = RecvStage::kDone;
+  block.retired = true;
+  return true;
+}
+
+}  // namespace ucclzip::pipeline

@@ -1,0 +1,290 @@
+// Send blocks: each starts in its link's sequence order once its source is ready and the send
+// window has room. A block of the caller's elements, or of a reduced result, is sent plainly
+// or as a frame (compress-or-not per block); device frames leave in parts, the raw plane as
+// soon as the split stage is done (split-send). A forwarded block re-sends the parts of a
+// received block exactly as they arrived, with no re-coding.
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "pipeline/operation_task.h"
+
+namespace ucclzip::pipeline {
+
+using transport::MemoryType;
+
+namespace {
+
+uint64_t ReadFrameBytes(const uint8_t* head) {
+  uint64_t value;
+  std::memcpy(&value, head + kFrameBytesFieldOffset, sizeof(value));
+  return value;
+}
+
+}  // namespace
+
+OperationTask::RecvBlock* OperationTask::SourceBlock(const SendBlock& block) {
+  const SendStep& step = spec_.schedule.sends[block.step];
+  if (step.recv_step < 0) return nullptr;
+  return &recv_blocks_[recv_step_first_[step.recv_step] + block.index];
+}
+
+bool OperationTask::SourceReady(const SendBlock& block) const {
+  const SendStep& step = spec_.schedule.sends[block.step];
+  if (step.recv_step < 0) return true;
+  const RecvBlock& source = recv_blocks_[recv_step_first_[step.recv_step] + block.index];
+  if (step.source == SendStep::Source::kForward) return source.landed;
+  return source.stage == RecvStage::kDone;
+}
+
+bool OperationTask::AdvanceSends(TaskContext& context) {
+  bool moved = false;
+  for (SendBlock& block : send_blocks_) {
+    if (block.stage == SendStage::kEncoding) moved |= AdvanceEncoding(context, block);
+    if (block.stage == SendStage::kSending) {
+      if (std::optional<absl::Status> done = Completed(block.requests)) {
+        FailBlock("send", block.step, block.index, *done);
+        RetireSend(context, block);
+        moved = true;
+      }
+    }
+  }
+  // Each link's blocks start strictly in sequence order, each once its source is ready and the
+  // window to the peer has room; a device frame of the caller's elements also needs a slot.
+  for (size_t peer = 0; peer < send_order_.size(); ++peer) {
+    const std::vector<uint32_t>& link = send_order_[peer];
+    while (status_.ok() && next_send_[peer] < link.size() && InputReady()) {
+      SendBlock& block = send_blocks_[link[next_send_[peer]]];
+      if (!SourceReady(block)) break;
+      const SendStep& step = spec_.schedule.sends[block.step];
+      const uint64_t bytes = BlockElements(step.chunk.count, block.index) * ElementSize(spec_.dtype);
+      if (!context.send_window->TryTake(step.peer, bytes)) break;
+      block.window_bytes = bytes;
+      if (!StartSend(context, block)) {
+        context.send_window->Release(step.peer, bytes);
+        block.window_bytes = 0;
+        break;
+      }
+      ++next_send_[peer];
+      moved = true;
+    }
+  }
+  return moved;
+}
+
+void OperationTask::PostSend(TaskContext& context, SendBlock& block, const void* data, uint64_t bytes, MemoryType memory,
+                             PartStream stream) {
+  const int peer = spec_.schedule.sends[block.step].peer;
+  block.requests.push_back(
+      context.transport->Send(peer, data, bytes, memory, Tag(first_send_sequence_[peer], block.link_position, stream),
+                              context.wake));
+  context.stats->wire_bytes_sent += bytes;
+}
+
+bool OperationTask::StartSend(TaskContext& context, SendBlock& block) {
+  const SendStep& step = spec_.schedule.sends[block.step];
+  if (step.source == SendStep::Source::kForward) {
+    StartForward(context, block);
+    return true;
+  }
+  RecvBlock* reduced = step.source == SendStep::Source::kReduced ? SourceBlock(block) : nullptr;
+  const uint8_t* source = reduced != nullptr ? reduced->result : ChunkAddress(step.chunk, block.index * spec_.block_elements);
+  const uint64_t elements = BlockElements(step.chunk.count, block.index);
+  const bool compress = context.policy->ShouldCompress(spec_.compression, spec_.dtype, elements * ElementSize(spec_.dtype),
+                                                       step.peer, spec_.tensor);
+  absl::StatusOr<FramePlan> plan = compress ? PlanFrame(spec_.dtype, elements) : absl::StatusOr<FramePlan>();
+  if (!compress || !plan.ok() || !plan->split) {
+    StartPlain(context, block, source);
+    return true;
+  }
+  block.plan = *plan;
+  if (spec_.memory == MemoryType::kHost) {
+    StartHostFrame(context, block, source);
+    return true;
+  }
+  if (reduced != nullptr) {
+    // The reduced result lies in the receive block's slot: it is encoded there, on the stream
+    // that reduced it.
+    block.slot = reduced->slot;
+    block.slot_borrowed = true;
+  }
+  return StartDeviceFrame(context, block, source);
+}
+
+void OperationTask::StartForward(TaskContext& context, SendBlock& block) {
+  RecvBlock& source = *SourceBlock(block);
+  block.envelope = source.envelope;
+  PostSend(context, block, block.envelope.data(), kEnvelopeBytes, MemoryType::kHost, kEnvelopeStream);
+  const MemoryType memory = spec_.memory;
+  if (source.header.kind == BlockKind::kPlain) {
+    PostSend(context, block, source.result, source.header.block_elements * ElementSize(spec_.dtype), memory, kRawStream);
+    ++context.stats->blocks_bypassed;
+  } else {
+    const uint8_t* frame = source.slot != nullptr ? source.slot->frame : source.host_frame.get();
+    const uint8_t* head = source.slot != nullptr ? source.slot->head : source.host_frame.get();
+    PostSend(context, block, frame + source.plan.raw_offset, source.plan.raw_bytes, memory, kRawStream);
+    PostSend(context, block, head, source.plan.raw_offset, MemoryType::kHost, kHeadStream);
+    PostSend(context, block, frame + source.plan.coded_offset, source.frame_bytes - source.plan.coded_offset, memory,
+             kCodedStream);
+    ++context.stats->blocks_compressed;
+  }
+  block.stage = SendStage::kSending;
+}
+
+void OperationTask::StartPlain(TaskContext& context, SendBlock& block, const uint8_t* source) {
+  const SendStep& step = spec_.schedule.sends[block.step];
+  Envelope envelope = OperationEnvelope();
+  envelope.kind = BlockKind::kPlain;
+  envelope.block_index = block.index;
+  envelope.block_count = BlockCount(step.chunk.count, spec_.block_elements);
+  envelope.message_count = step.chunk.count;
+  envelope.block_elements = BlockElements(step.chunk.count, block.index);
+  block.envelope = EncodeEnvelope(envelope);
+  PostSend(context, block, block.envelope.data(), kEnvelopeBytes, MemoryType::kHost, kEnvelopeStream);
+  PostSend(context, block, source, envelope.block_elements * ElementSize(spec_.dtype), spec_.memory, kRawStream);
+  ++context.stats->blocks_bypassed;
+  block.stage = SendStage::kSending;
+}
+
+void OperationTask::StartHostFrame(TaskContext& context, SendBlock& block, const uint8_t* source) {
+  const SendStep& step = spec_.schedule.sends[block.step];
+  const uint64_t elements = BlockElements(step.chunk.count, block.index);
+  block.host_frame.reset(new uint8_t[block.plan.max_frame_bytes]);
+  const absl::Time start = absl::Now();
+  absl::StatusOr<uint64_t> frame_bytes =
+      CompressHost(source, elements, spec_.dtype, block.host_frame.get(), block.plan.max_frame_bytes);
+  context.stats->codec_seconds += absl::ToDoubleSeconds(absl::Now() - start);
+  if (!frame_bytes.ok()) {
+    FailBlock("send", block.step, block.index, frame_bytes.status());
+    RetireSend(context, block);
+    return;
+  }
+  Envelope envelope = OperationEnvelope();
+  envelope.kind = BlockKind::kFrame;
+  envelope.block_index = block.index;
+  envelope.block_count = BlockCount(step.chunk.count, spec_.block_elements);
+  envelope.message_count = step.chunk.count;
+  envelope.block_elements = elements;
+  envelope.raw_offset = block.plan.raw_offset;
+  envelope.raw_bytes = block.plan.raw_bytes;
+  envelope.coded_offset = block.plan.coded_offset;
+  block.envelope = EncodeEnvelope(envelope);
+  PostSend(context, block, block.envelope.data(), kEnvelopeBytes, MemoryType::kHost, kEnvelopeStream);
+  PostSend(context, block, block.host_frame.get() + block.plan.raw_offset, block.plan.raw_bytes, MemoryType::kHost,
+           kRawStream);
+  SendRest(context, block, block.host_frame.get(), block.host_frame.get(), *frame_bytes, MemoryType::kHost);
+}
+
+bool OperationTask::StartDeviceFrame(TaskContext& context, SendBlock& block, const uint8_t* source) {
+  const SendStep& step = spec_.schedule.sends[block.step];
+  if (block.slot == nullptr) {
+    block.slot = context.send_slots[step.peer]->TryAcquire();
+    if (block.slot == nullptr) return false;
+  }
+  DeviceSlot* slot = block.slot;
+  const uint64_t elements = BlockElements(step.chunk.count, block.index);
+  block.codec_start = absl::Now();
+  // The slot's stream runs after the caller's stream has produced the input (a borrowed slot's
+  // stream has also just reduced the source).
+  absl::Status status = slot->CheckFits(block.plan);
+  if (status.ok()) {
+    status = CudaStatus(cudaStreamWaitEvent(slot->stream, spec_.input_ready, 0), "ordering after the caller's stream");
+  }
+  if (status.ok()) {
+    status = slot->codec->Compress(source, elements, spec_.dtype, slot->frame, slot->frame_capacity, slot->stream, {},
+                                   slot->split_done);
+  }
+  // The head (whose header holds the frame's final size) is copied to pinned memory: the size
+  // decides how much to send, and the head is sent from there.
+  if (status.ok()) {
+    status = CudaStatus(cudaMemcpyAsync(slot->head, slot->frame, block.plan.raw_offset, cudaMemcpyDeviceToHost, slot->stream),
+                        "copying the frame head");
+  }
+  if (status.ok()) status = CudaStatus(cudaEventRecord(slot->codec_done, slot->stream), "recording the encode event");
+  if (!status.ok()) {
+    FailBlock("send", block.step, block.index, status);
+    RetireSend(context, block);
+    return true;
+  }
+  Envelope envelope = OperationEnvelope();
+  envelope.kind = BlockKind::kFrame;
+  envelope.block_index = block.index;
+  envelope.block_count = BlockCount(step.chunk.count, spec_.block_elements);
+  envelope.message_count = step.chunk.count;
+  envelope.block_elements = elements;
+  envelope.raw_offset = block.plan.raw_offset;
+  envelope.raw_bytes = block.plan.raw_bytes;
+  envelope.coded_offset = block.plan.coded_offset;
+  block.envelope = EncodeEnvelope(envelope);
+  PostSend(context, block, block.envelope.data(), kEnvelopeBytes, MemoryType::kHost, kEnvelopeStream);
+  block.stage = SendStage::kEncoding;
+  return true;
+}
+
+bool OperationTask::AdvanceEncoding(TaskContext& context, SendBlock& block) {
+  DeviceSlot* slot = block.slot;
+  bool moved = false;
+  if (!block.raw_posted) {
+    absl::StatusOr<bool> split = EventDone(slot->split_done);
+    if (split.ok() && *split) {
+      PostSend(context, block, slot->frame + block.plan.raw_offset, block.plan.raw_bytes, MemoryType::kDevice, kRawStream);
+      block.raw_posted = true;
+      moved = true;
+    } else if (!split.ok()) {
+      FailBlock("send", block.step, block.index, split.status());
+    }
+  }
+  absl::StatusOr<bool> encoded = EventDone(slot->codec_done);
+  if (encoded.ok() && !*encoded && status_.ok()) return moved;
+  absl::Status status = encoded.status();
+  // The stream has finished: this reports (and clears) an encoder error without waiting.
+  status.Update(slot->codec->StreamStatus(slot->stream));
+  context.stats->codec_seconds += absl::ToDoubleSeconds(absl::Now() - block.codec_start);
+  if (!status.ok() || !status_.ok()) {
+    FailBlock("send", block.step, block.index, status);
+    block.stage = SendStage::kSending;  // drains what was posted, then releases the slot
+    return true;
+  }
+  if (!block.raw_posted) {
+    PostSend(context, block, slot->frame + block.plan.raw_offset, block.plan.raw_bytes, MemoryType::kDevice, kRawStream);
+    block.raw_posted = true;
+  }
+  SendRest(context, block, slot->head, slot->frame, ReadFrameBytes(slot->head), MemoryType::kDevice);
+  return true;
+}
+
+void OperationTask::SendRest(TaskContext& context, SendBlock& block, const uint8_t* head, const uint8_t* frame,
+                             uint64_t frame_bytes, MemoryType frame_memory) {
+  block.stage = SendStage::kSending;
+  if (frame_bytes < block.plan.coded_offset || frame_bytes > block.plan.max_frame_bytes) {
+    FailBlock("send", block.step, block.index,
+              absl::InternalError(absl::StrCat("block ", block.index, ": the encoder reported a frame of ", frame_bytes,
+                                               " bytes outside [", block.plan.coded_offset, ", ",
+                                               block.plan.max_frame_bytes, "]")));
+    return;
+  }
+  PostSend(context, block, head, block.plan.raw_offset, MemoryType::kHost, kHeadStream);
+  PostSend(context, block, frame + block.plan.coded_offset, frame_bytes - block.plan.coded_offset, frame_memory,
+           kCodedStream);
+  const SendStep& step = spec_.schedule.sends[block.step];
+  const uint64_t payload = BlockElements(step.chunk.count, block.index) * ElementSize(spec_.dtype);
+  context.policy->Record(step.peer, spec_.tensor, payload, frame_bytes);
+  ++context.stats->blocks_compressed;
+}
+
+void OperationTask::RetireSend(TaskContext& context, SendBlock& block) {
+  const SendStep& step = spec_.schedule.sends[block.step];
+  // The slot's stream is idle after a successful encode; after a failure ReleaseIdle waits. A
+  // borrowed slot goes back with its receive block.
+  if (block.slot != nullptr && !block.slot_borrowed) context.send_slots[step.peer]->ReleaseIdle(&block.slot);
+  if (block.slot_borrowed && block.slot != nullptr) cudaStreamSynchronize(block.slot->stream);
+  block.slot = nullptr;
+  block.host_frame.reset();
+  context.send_window->Release(step.peer, block.window_bytes);
+  block.window_bytes = 0;
+  block.stage = SendStage::kDone;
+  if (RecvBlock* source = SourceBlock(block); source != nullptr && step.source != SendStep::Source::kChunk) {
+    --source->consumers;
+  }
+}
+
+}  // namespace ucclzip::pipeline

@@ -1,0 +1,16 @@
+#include "pipeline/reduce.h"
+#include "pipeline/reduce_math.h"
+
+namespace ucclzip::pipeline {
+
+void ReduceHost(const Combiner& combiner, const void* received, const void* local, void* out, uint64_t count) {
+  const size_t width = ElementSize(combiner.dtype);
+  const auto* a = static_cast<const uint8_t*>(received);
+  const auto* b = static_cast<const uint8_t*>(local);
+  auto* o = static_cast<uint8_t*>(out);
+  for (uint64_t i = 0; i < count; ++i) {
+    reduce::ReduceElement(combiner.dtype, combiner.op, combiner.divisor, a + i * width, b + i * width, o + i * width);
+  }
+}
+
+}  // namespace ucclzip::pipeline

@@ -1,0 +1,16 @@
+#include "pipeline/schedule.h"
+
+namespace ucclzip::pipeline {
+
+const char* OperationKindName(OperationKind kind) {
+  switch (kind) {
+    case OperationKind::kSendRecv: return "sendrecv";
+    case OperationKind::kAllGather: return "allgather";
+    case OperationKind::kReduceScatter: return "reducescatter";
+    case OperationKind::kAllReduce: return "allreduce";
+    case OperationKind::kBroadcast: return "broadcast";
+  }
+  return "invalid";
+}
+
+}  // namespace ucclzip::pipeline

@@ -1,0 +1,88 @@
+// What one operation does on one rank, as the pipeline runs it: a list of steps, each sending a
+// chunk of elements to a peer or receiving one from a peer, plus local copies. The collectives
+// layer builds schedules (one algorithm per file in src/collectives); Send and Recv are the
+// simplest, one step each. Every step's chunk is cut into pipeline blocks, and a send step may
+// take its block b from receive step r's block b: as received (forwarded frames, no re-coding)
+// or after it was reduced with local data (re-encoded).
+//
+// Ordering, which both ends of a link derive from their own schedules: the blocks a rank sends
+// to one peer take transport sequences block-major (block 0 of every send step to that peer in
+// step order, then block 1, ...), and the peer numbers its receives from this rank the same way.
+// Block-major order is what keeps a ring from deadlocking: the block a rank forwards is always
+// the next one its neighbour expects, so bounded receive slots can never all be held by blocks
+// that wait for slots further round the ring (docs/PIPELINE.md, "Why rings cannot deadlock").
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ucclzip/types.h"
+
+namespace ucclzip::pipeline {
+
+// What kind of operation a schedule belongs to; it travels in every block envelope so that
+// ranks that called different operations fail with an error naming both.
+enum class OperationKind : uint8_t {
+  kSendRecv = 0,
+  kAllGather = 1,
+  kReduceScatter = 2,
+  kAllReduce = 3,
+  kBroadcast = 4,
+};
+const char* OperationKindName(OperationKind kind);
+
+// The caller's two buffers: what it passed as input (sendbuff) and output (recvbuff).
+enum class BufferRole : uint8_t { kInput, kOutput };
+
+// `count` elements starting at element `first` of one of the caller's buffers.
+struct Chunk {
+  BufferRole buffer = BufferRole::kInput;
+  uint64_t first = 0;
+  uint64_t count = 0;
+};
+
+struct SendStep {
+  enum class Source : uint8_t {
+    kChunk,    // the chunk's elements, encoded (or not) by the compression policy
+    kForward,  // receive step `recv_step`'s blocks exactly as they arrived
+    kReduced,  // receive step `recv_step`'s result (received op local), encoded (or not)
+  };
+  int peer = 0;
+  Chunk chunk;  // for kChunk the source; otherwise only its count matters
+  Source source = Source::kChunk;
+  // kForward, kReduced: the receive step whose blocks this step sends. kChunk: optionally a
+  // receive step whose block b must have been written before block b is read (-1: none).
+  int recv_step = -1;
+};
+
+struct RecvStep {
+  int peer = 0;
+  uint64_t count = 0;
+  // Where the result goes (always the output buffer); unset: it stays in the block's scratch
+  // for a kReduced send step, which then releases it.
+  std::optional<Chunk> into;
+  // Set: the result is combine(received, local chunk) instead of the received elements.
+  std::optional<Chunk> reduce_with;
+  // The result is divided by this after combining (avg's last hop); 1 otherwise.
+  uint32_t divisor = 1;
+};
+
+struct LocalCopy {
+  Chunk from;
+  Chunk to;
+};
+
+struct Schedule {
+  OperationKind kind = OperationKind::kSendRecv;
+  ReduceOp op = ReduceOp::kSum;  // the combining operator of every reducing receive
+  int root = -1;                 // broadcast's root, else -1
+  uint64_t count = 0;            // the operation's count as the caller gave it
+  std::string name;              // "send to peer 1", "allreduce": what errors call it
+  std::vector<SendStep> sends;
+  std::vector<RecvStep> recvs;
+  std::vector<LocalCopy> copies;  // done first, once the caller's stream allows
+};
+
+}  // namespace ucclzip::pipeline
