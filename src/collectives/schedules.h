@@ -20,7 +20,7 @@ pipeline::Schedule RecvSchedule(int peer, uint64_t count);
 pipeline::Schedule RingAllGather(int rank, int size, uint64_t sendcount, bool in_place);
 
 // Ring reduce-scatter: chunk c starts at rank c+1 and is combined at every hop (received op
-// local), ending at rank c. `chunks` gives each rank's chunk of the input (first, count).
+// local), ending at rank c.
 pipeline::Schedule RingReduceScatter(int rank, int size, uint64_t recvcount, ReduceOp op, bool in_place);
 
 // Ring allreduce: the reduce-scatter above over near-equal chunks of the count, then a ring
@@ -28,7 +28,8 @@ pipeline::Schedule RingReduceScatter(int rank, int size, uint64_t recvcount, Red
 pipeline::Schedule RingAllReduce(int rank, int size, uint64_t count, ReduceOp op, bool in_place);
 
 // Chain broadcast: root -> root+1 -> ... -> root-1, pipelined by blocks; the root encodes once
-// and every other rank forwards the frames while it decodes its own copy.
+// and every other rank forwards the frames while it decodes its own copy. The chain's last
+// rank acknowledges to the root with an empty message.
 pipeline::Schedule ChainBroadcast(int rank, int size, uint64_t count, int root, bool in_place);
 
 // Near-equal chunks of `count` over `size` ranks: the first count % size get one more.

@@ -266,9 +266,12 @@ void Engine::Loop() {
       moved = false;
       poll_gpu = false;
       const absl::Time now = absl::Now();
+      // A collective needs every rank: once any peer has failed, none can complete.
+      const absl::Status peer_failure = transport_.FirstPeerFailure();
       for (auto it = active_.begin(); it != active_.end();) {
         OperationTask& task = **it;
         if (stopping) task.Fail(absl::CancelledError("the communicator is being destroyed"));
+        if (!peer_failure.ok() && task.spec().schedule.kind != OperationKind::kSendRecv) task.Fail(peer_failure);
         if (now > task.spec().deadline) {
           task.Fail(absl::DeadlineExceededError("the operation's timeout passed"));
         }

@@ -233,6 +233,12 @@ void Transport::Wake() {
   [[maybe_unused]] ssize_t written = write(wake_fd_, &one, sizeof(one));
 }
 
+absl::Status Transport::FirstPeerFailure() {
+  if (!any_peer_failed_.load(std::memory_order_acquire)) return absl::OkStatus();
+  absl::MutexLock lock(&mutex_);
+  return first_peer_failure_;
+}
+
 void Transport::Abort(const absl::Status& why) {
   {
     absl::MutexLock lock(&mutex_);

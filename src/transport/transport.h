@@ -73,6 +73,11 @@ class Transport {
   // Does nothing where UCX takes device memory itself.
   absl::Status PrepareDeviceStaging(int device);
 
+  // The first peer failure this rank saw (a dead process, a broken connection, a timeout), or
+  // OK. Operations that involve every rank (collectives) fail with it even when they do not
+  // talk to that peer themselves. Any thread; cheap while no peer has failed.
+  absl::Status FirstPeerFailure();
+
   // Fails every pending and future operation with `why` and force-closes every endpoint, so
   // that peers see the failure too. Safe from any thread.
   void Abort(const absl::Status& why);
@@ -149,6 +154,8 @@ class Transport {
   std::vector<std::unique_ptr<Op>> submitted_ ABSL_GUARDED_BY(mutex_);
   absl::Status aborted_ ABSL_GUARDED_BY(mutex_);
   bool abort_pending_ ABSL_GUARDED_BY(mutex_) = false;
+  absl::Status first_peer_failure_ ABSL_GUARDED_BY(mutex_);
+  std::atomic<bool> any_peer_failed_{false};
   bool stopping_ ABSL_GUARDED_BY(mutex_) = false;
   bool shut_down_ = false;  // owner thread only
 

@@ -352,6 +352,9 @@ void Transport::FailPeer(int rank, const absl::Status& why) {
   if (peer.failure.ok()) {
     peer.failure = why;
     CloseEndpoint(peer, /*force=*/true);  // UCX then fails the sends to it
+    absl::MutexLock lock(&mutex_);
+    if (first_peer_failure_.ok()) first_peer_failure_ = why;
+    any_peer_failed_.store(true, std::memory_order_release);
   }
   for (auto& op : active_) {
     if (op->peer != rank || op->finished()) continue;

@@ -1,0 +1,47 @@
+// What the collective tests share: one call of any collective on real buffers (host or
+// device), with every rank's input generated from a seed, and a reference computed on the host
+// in the documented order (docs/COLLECTIVES.md) with which the output must agree bit for bit.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "pipeline/schedule.h"
+#include "tensor_gen.h"
+#include "ucclzip/communicator.h"
+
+namespace ucclzip::testing {
+
+struct CollectiveCase {
+  pipeline::OperationKind kind = pipeline::OperationKind::kAllReduce;
+  DataType dtype = DataType::kBFloat16;
+  ReduceOp op = ReduceOp::kSum;
+  uint64_t count = 0;  // NCCL's count: per rank for allgather (send) and reduce-scatter (recv)
+  int root = 0;
+  bool in_place = false;
+  CompressionMode mode = CompressionMode::kOn;
+  Distribution dist{DistKind::kGaussian, 0.02};
+  std::string Name() const;
+};
+
+// Elements one rank sends and receives for the case.
+uint64_t SendElements(const CollectiveCase& c, int world);
+uint64_t RecvElements(const CollectiveCase& c, int world);
+
+// Rank `rank`'s input for the case (the same on every rank that asks).
+std::vector<uint8_t> CaseInput(const CollectiveCase& c, int world, int rank, uint64_t seed);
+
+// What rank `rank`'s output must be, from every rank's input, in the documented order.
+std::vector<uint8_t> ReferenceOutput(const CollectiveCase& c, int world, int rank, uint64_t seed);
+
+// Runs the case once on `comm` with host or device buffers (device: on `stream`, waiting on
+// the stream) and compares the output with the reference; the error names the case.
+absl::Status RunAndCheck(Communicator& comm, const CollectiveCase& c, uint64_t seed, bool device = false,
+                         cudaStream_t stream = nullptr);
+
+// Posts the case's call on buffers already in place.
+Operation Post(Communicator& comm, const CollectiveCase& c, const void* send, void* recv, cudaStream_t stream);
+
+}  // namespace ucclzip::testing

@@ -1,0 +1,107 @@
+// Collectives on device buffers (the GPU codec and reduction kernels), 2 to 4 processes
+// sharing the machine's GPU: every operation and type, odd counts and several blocks per chunk,
+// in place, on a stream, compressed and not; and grouped sends to peers that depend on each
+// other, which needs each peer's own device slots. Skipped without a GPU.
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
+#include "collective_test_util.h"
+#include "gpu_test.h"
+#include "pipeline_test_util.h"
+
+namespace ucclzip::testing {
+namespace {
+
+using pipeline::OperationKind;
+
+transport::TransportOptions DeviceOptions(const std::string& tls) {
+  transport::TransportOptions options = PipelineOptions(tls);
+  options.pipeline_block_bytes = 1 << 20;
+  options.block_bytes = 256 << 10;
+  options.staging_pool_bytes = 8 << 20;
+  return options;
+}
+
+class CollectivesDevice : public ::testing::TestWithParam<std::tuple<int, std::string>> {};
+
+TEST_P(CollectivesDevice, EveryOperationAndTypeMatchesTheReference) {
+  UCCLZIP_SKIP_WITHOUT_GPU();
+  const auto [world, tls] = GetParam();
+  std::vector<CollectiveCase> cases;
+  for (OperationKind kind : {OperationKind::kAllGather, OperationKind::kReduceScatter, OperationKind::kAllReduce,
+                             OperationKind::kBroadcast}) {
+    for (DataType dtype : {DataType::kBFloat16, DataType::kFloat16, DataType::kFloat32, DataType::kFloat8E4M3,
+                           DataType::kFloat8E5M2, DataType::kInt32, DataType::kUint8, DataType::kInt64, DataType::kFloat64}) {
+      for (CompressionMode mode : {CompressionMode::kOn, CompressionMode::kOff}) {
+        const ReduceOp op = dtype == DataType::kFloat8E4M3 ? ReduceOp::kMax : ReduceOp::kAvg;
+        cases.push_back({.kind = kind, .dtype = dtype, .op = op, .count = 1'500'001, .root = world - 1, .mode = mode,
+                         .dist = {DistKind::kGaussian, 0.02}});
+      }
+    }
+    for (uint64_t count : {uint64_t{0}, uint64_t{1}, uint64_t{3}, uint64_t{4'000'037}}) {
+      cases.push_back({.kind = kind, .count = count, .root = 1, .in_place = true});
+    }
+    cases.push_back({.kind = kind, .dtype = DataType::kFloat16, .op = ReduceOp::kMin, .count = 77'777, .root = 0,
+                     .dist = {DistKind::kSpecialValues, 1}});
+  }
+  ExpectRanksSucceeded(RunRanks({.world_size = world, .kill_after = absl::Seconds(280)}, [&](const RankContext& context) -> absl::Status {
+    if (cudaSetDevice(0) != cudaSuccess) return absl::InternalError("cudaSetDevice");
+    cudaStream_t stream;
+    if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) return absl::InternalError("stream");
+    auto comm = CreateCommunicator(context, DeviceOptions(tls));
+    if (!comm.ok()) return comm.status();
+    for (size_t i = 0; i < cases.size(); ++i) {
+      if (absl::Status s = RunAndCheck(**comm, cases[i], i, true, i % 2 ? stream : nullptr); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }));
+}
+
+INSTANTIATE_TEST_SUITE_P(, CollectivesDevice,
+                         ::testing::Values(std::make_tuple(2, std::string("tcp")), std::make_tuple(3, std::string("posix,sysv")),
+                                           std::make_tuple(4, std::string("tcp"))),
+                         [](const auto& info) {
+                           return absl::StrCat(std::get<0>(info.param), "ranks_", std::get<1>(info.param) == "tcp" ? "tcp" : "shm");
+                         });
+
+TEST(CollectivesDeviceGroups, SendsToPeersThatDependOnEachOtherDoNotDeadlock) {
+  UCCLZIP_SKIP_WITHOUT_GPU();
+  ExpectRanksSucceeded(RunRanks({.world_size = 3}, [&](const RankContext& context) -> absl::Status {
+    if (cudaSetDevice(0) != cudaSuccess) return absl::InternalError("cudaSetDevice");
+    auto comm = CreateCommunicator(context, DeviceOptions("tcp"));
+    if (!comm.ok()) return comm.status();
+    Communicator& c = **comm;
+    const uint64_t count = 6'000'000;  // 12 blocks of 1 MB each: more than any peer's slots
+    const std::vector<uint8_t> a = GenerateTensor(DataType::kBFloat16, count, {DistKind::kGaussian, 0.02}, 1);
+    const std::vector<uint8_t> b = GenerateTensor(DataType::kBFloat16, count, {DistKind::kGaussian, 0.02}, 2);
+    void *da, *db, *dgot, *drelay;
+    for (void** p : {&da, &db, &dgot, &drelay}) {
+      if (cudaMalloc(p, a.size()) != cudaSuccess) return absl::InternalError("cudaMalloc");
+    }
+    cudaMemcpy(da, a.data(), a.size(), cudaMemcpyHostToDevice);
+    cudaMemcpy(db, b.data(), b.size(), cudaMemcpyHostToDevice);
+    absl::Status status;
+    if (c.rank() == 0) {
+      c.GroupStart();
+      c.Send(da, count, DataType::kBFloat16, 1, nullptr);
+      c.Send(db, count, DataType::kBFloat16, 2, nullptr);
+      status = WaitOk(c.GroupEnd(), "rank 0's group");
+    } else if (c.rank() == 2) {
+      status = WaitOk(c.Recv(dgot, count, DataType::kBFloat16, 0, nullptr), "b");
+      if (status.ok()) status = WaitOk(c.Send(dgot, count, DataType::kBFloat16, 1, nullptr), "relay of b");
+    } else {
+      status = WaitOk(c.Recv(drelay, count, DataType::kBFloat16, 2, nullptr), "relay");
+      if (status.ok()) status = WaitOk(c.Recv(dgot, count, DataType::kBFloat16, 0, nullptr), "a");
+      std::vector<uint8_t> got(a.size()), relay(a.size());
+      cudaMemcpy(got.data(), dgot, a.size(), cudaMemcpyDeviceToHost);
+      cudaMemcpy(relay.data(), drelay, a.size(), cudaMemcpyDeviceToHost);
+      if (status.ok()) status = ExpectSameBytes(relay.data(), b.data(), b.size(), "relayed b");
+      if (status.ok()) status = ExpectSameBytes(got.data(), a.data(), a.size(), "a");
+    }
+    for (void* p : {da, db, dgot, drelay}) cudaFree(p);
+    return status;
+  }));
+}
+
+}  // namespace
+}  // namespace ucclzip::testing

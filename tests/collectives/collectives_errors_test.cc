@@ -1,0 +1,137 @@
+// Collective failures: ranks that disagree on count, type, operator or root get an error
+// naming both sides (never a hang, never wrong data); bad arguments fail at once; a rank
+// killed in the middle of an allreduce makes every other rank fail within the operation
+// timeout, naming it.
+#include <signal.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <thread>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "collective_test_util.h"
+#include "pipeline_test_util.h"
+
+namespace ucclzip::testing {
+namespace {
+
+using pipeline::OperationKind;
+
+transport::TransportOptions ShortTimeout() {
+  transport::TransportOptions options = PipelineOptions();
+  options.op_timeout = absl::Seconds(3);
+  options.shutdown_timeout = absl::Seconds(3);
+  return options;
+}
+
+struct Disagreement {
+  std::string name;
+  CollectiveCase agreed;
+  CollectiveCase odd;  // what rank 1 calls instead
+  std::vector<std::string> rank2_sees;  // rank 2 receives from rank 1
+};
+
+class CollectiveDisagreement : public ::testing::TestWithParam<Disagreement> {};
+
+TEST_P(CollectiveDisagreement, RanksThatDisagreeFailWithBothValues) {
+  const Disagreement d = GetParam();
+  ExpectRanksSucceeded(RunRanks({.world_size = 3}, [&](const RankContext& context) -> absl::Status {
+    auto comm = CreateCommunicator(context, ShortTimeout());
+    if (!comm.ok()) return comm.status();
+    const CollectiveCase& mine = context.rank == 1 ? d.odd : d.agreed;
+    absl::Status status = RunAndCheck(**comm, mine, 3);
+    if (status.ok()) return absl::InternalError(absl::StrCat("rank ", context.rank, " succeeded"));
+    if (context.rank == 2) return ExpectError(status, absl::StatusCode::kInvalidArgument, d.rank2_sees, "rank 2");
+    // Rank 1 sees rank 0's call; rank 0 may only see its neighbour stop (a timeout): both fail.
+    return absl::OkStatus();
+  }));
+}
+
+CollectiveCase AllReduceOf(uint64_t count, DataType dtype = DataType::kBFloat16, ReduceOp op = ReduceOp::kSum) {
+  return {.kind = OperationKind::kAllReduce, .dtype = dtype, .op = op, .count = count};
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    , CollectiveDisagreement,
+    ::testing::Values(
+        Disagreement{"count", AllReduceOf(3000), AllReduceOf(3001),
+                     {"rank 2", "peer 1 called allreduce of 3001 elements of bf16", "rank 2 called allreduce of 3000"}},
+        Disagreement{"dtype", AllReduceOf(3000), AllReduceOf(3000, DataType::kFloat16),
+                     {"peer 1 called allreduce of 3000 elements of fp16", "3000 elements of bf16"}},
+        Disagreement{"reduction", AllReduceOf(3000), AllReduceOf(3000, DataType::kBFloat16, ReduceOp::kMax),
+                     {"peer 1 called allreduce of 3000 elements of bf16 (max)", "(sum)"}},
+        Disagreement{"root", {.kind = OperationKind::kBroadcast, .count = 5000, .root = 0},
+                     {.kind = OperationKind::kBroadcast, .count = 5000, .root = 1},
+                     {"peer 1 called broadcast of 5000 elements of bf16 (root 1)", "(root 0)"}},
+        Disagreement{"operation", AllReduceOf(3000), {.kind = OperationKind::kAllGather, .count = 3000},
+                     {"peer 1 called allgather of 3000", "rank 2 called allreduce of 3000"}}),
+    [](const auto& info) { return info.param.name; });
+
+TEST(CollectiveErrors, BadArgumentsFailAtOnce) {
+  ExpectRanksSucceeded(RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
+    auto comm = CreateCommunicator(context, ShortTimeout());
+    if (!comm.ok()) return comm.status();
+    Communicator& c = **comm;
+    std::vector<uint8_t> buffer(4096);
+    struct Bad {
+      Operation op;
+      std::vector<std::string> parts;
+    };
+    const Bad bad[] = {
+        {c.Broadcast(buffer.data(), buffer.data(), 10, DataType::kFloat32, 2, nullptr), {"broadcast", "root 2 is not a rank of 2"}},
+        {c.AllReduce(buffer.data(), buffer.data() + 8, 100, DataType::kFloat32, ReduceOp::kSum, nullptr),
+         {"allreduce (100 elements of fp32, sum)", "overlaps", "in place"}},
+        {c.AllReduce(buffer.data(), buffer.data(), 10, DataType::kRaw, ReduceOp::kSum, nullptr), {"raw bytes cannot be reduced"}},
+        {c.AllReduce(buffer.data(), buffer.data(), 10, DataType::kFloat32, static_cast<ReduceOp>(9), nullptr),
+         {"invalid reduction operator 9"}},
+        {c.AllGather(nullptr, buffer.data(), 10, DataType::kFloat32, nullptr), {"allgather", "null buffer"}},
+        {c.AllGather(buffer.data() + 4, buffer.data(), 10, DataType::kFloat32, nullptr), {"overlaps"}},
+        {c.ReduceScatter(buffer.data(), buffer.data() + 40 * context.rank + 4, 10, DataType::kFloat32, ReduceOp::kSum, nullptr),
+         {"reducescatter", "overlaps"}},
+    };
+    for (const Bad& b : bad) {
+      absl::Status s = ExpectError(b.op.Wait(absl::Seconds(1)), absl::StatusCode::kInvalidArgument,
+                                   [&] {
+                                     std::vector<std::string> parts = b.parts;
+                                     parts.push_back(absl::StrCat("rank ", context.rank));
+                                     return parts;
+                                   }(),
+                                   "bad argument");
+      if (!s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }));
+}
+
+TEST(CollectiveErrors, ARankKilledDuringAnAllReduceFailsTheOthersNamingIt) {
+  const absl::Time start = absl::Now();
+  ExpectRanksSucceeded(
+      RunRanks({.world_size = 4},
+               [&](const RankContext& context) -> absl::Status {
+                 transport::TransportOptions options = ShortTimeout();
+                 options.op_timeout = absl::Seconds(5);
+                 auto comm = CreateCommunicator(context, options);
+                 if (!comm.ok()) return comm.status();
+                 const uint64_t count = 4'000'000;  // long enough to be cut in the middle
+                 std::vector<uint8_t> in = GenerateTensor(DataType::kBFloat16, count, {DistKind::kGaussian, 0.02}, 9);
+                 std::vector<uint8_t> out(in.size());
+                 Operation op = (*comm)->AllReduce(in.data(), out.data(), count, DataType::kBFloat16, ReduceOp::kSum, nullptr);
+                 if (context.rank == 3) {
+                   std::this_thread::sleep_for(std::chrono::milliseconds(150));
+                   kill(getpid(), SIGKILL);
+                 }
+                 const absl::Time waited = absl::Now();
+                 absl::Status status = op.Wait(absl::Seconds(30));
+                 if (absl::Now() - waited > absl::Seconds(12)) {
+                   return absl::InternalError(absl::StrCat("took ", absl::FormatDuration(absl::Now() - waited)));
+                 }
+                 return ExpectFailure(status, {absl::StrCat("rank ", context.rank), "allreduce", "peer 3"}, "survivor");
+               }),
+      {3});
+  EXPECT_LT(absl::Now() - start, absl::Seconds(60));
+}
+
+}  // namespace
+}  // namespace ucclzip::testing

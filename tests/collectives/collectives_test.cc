@@ -1,0 +1,172 @@
+// Collectives between real processes over UCX with host buffers (CPU codec), checked bit for
+// bit against a reference computed in the documented order: every operation x type x
+// reduction at an odd world size with uneven chunks, compressed and not; counts of 0, 1, below
+// the world size and of several pipeline blocks; in place; 1 to 8 ranks; groups that mix
+// collectives with point-to-point calls; shared memory as well as tcp.
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
+#include "collective_test_util.h"
+#include "pipeline_test_util.h"
+
+namespace ucclzip::testing {
+namespace {
+
+using pipeline::OperationKind;
+
+const DataType kReducibleTypes[] = {DataType::kBFloat16, DataType::kFloat16,   DataType::kFloat32,
+                                    DataType::kFloat8E4M3, DataType::kFloat8E5M2, DataType::kInt32,
+                                    DataType::kUint8,    DataType::kInt64,     DataType::kFloat64};
+const ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kAvg};
+const OperationKind kKinds[] = {OperationKind::kAllGather, OperationKind::kReduceScatter, OperationKind::kAllReduce,
+                                OperationKind::kBroadcast};
+
+bool Reduces(OperationKind kind) { return kind == OperationKind::kReduceScatter || kind == OperationKind::kAllReduce; }
+
+// Every case in turn on one communicator per rank; the first failure names its case.
+void RunCases(int world, const std::vector<CollectiveCase>& cases, const transport::TransportOptions& options) {
+  ExpectRanksSucceeded(RunRanks({.world_size = world, .kill_after = absl::Seconds(300)},
+                                [&](const RankContext& context) -> absl::Status {
+                                  auto comm = CreateCommunicator(context, options);
+                                  if (!comm.ok()) return comm.status();
+                                  for (size_t i = 0; i < cases.size(); ++i) {
+                                    if (absl::Status s = RunAndCheck(**comm, cases[i], i); !s.ok()) return s;
+                                  }
+                                  return absl::OkStatus();
+                                }));
+}
+
+TEST(Collectives, EveryOperationTypeAndReductionAtAnOddWorldSize) {
+  std::vector<CollectiveCase> cases;
+  for (OperationKind kind : kKinds) {
+    for (DataType dtype : kReducibleTypes) {
+      for (CompressionMode mode : {CompressionMode::kOn, CompressionMode::kOff}) {
+        const Distribution dist = IsCompressibleType(dtype) ? Distribution{DistKind::kGaussian, 0.5}
+                                                            : Distribution{DistKind::kRandomBytes, 1};
+        if (!Reduces(kind)) {
+          cases.push_back({.kind = kind, .dtype = dtype, .count = 1001, .root = 2, .mode = mode, .dist = dist});
+          continue;
+        }
+        for (ReduceOp op : kOps) cases.push_back({.kind = kind, .dtype = dtype, .op = op, .count = 1001, .mode = mode, .dist = dist});
+      }
+    }
+  }
+  RunCases(3, cases, PipelineOptions());
+}
+
+TEST(Collectives, SpecialValuesHeavyTailsAndRawBytes) {
+  std::vector<CollectiveCase> cases;
+  for (OperationKind kind : kKinds) {
+    for (DataType dtype : {DataType::kBFloat16, DataType::kFloat16, DataType::kFloat32, DataType::kFloat8E4M3,
+                           DataType::kFloat8E5M2}) {
+      for (Distribution dist : {Distribution{DistKind::kSpecialValues, 1}, Distribution{DistKind::kStudentT3, 0.01}}) {
+        for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kMax}) {
+          cases.push_back({.kind = kind, .dtype = dtype, .op = op, .count = 4099, .root = 1, .dist = dist});
+          if (!Reduces(kind)) break;
+        }
+      }
+    }
+  }
+  cases.push_back({.kind = OperationKind::kAllGather, .dtype = DataType::kRaw, .count = 333, .dist = {DistKind::kRandomBytes, 1}});
+  cases.push_back({.kind = OperationKind::kBroadcast, .dtype = DataType::kRaw, .count = 333, .root = 3, .dist = {DistKind::kRandomBytes, 1}});
+  RunCases(4, cases, PipelineOptions());
+}
+
+// Counts of 0, 1, below the world size, not divisible by it, and of several pipeline blocks
+// per chunk (256 KB blocks), in place and not, at world sizes 1, 2, 5 and 8.
+std::vector<CollectiveCase> SizeCases(int world) {
+  std::vector<CollectiveCase> cases;
+  for (OperationKind kind : kKinds) {
+    for (uint64_t count : {uint64_t{0}, uint64_t{1}, uint64_t(world - 1), uint64_t{7919}, uint64_t{400'003}}) {
+      for (bool in_place : {false, true}) {
+        CollectiveCase c{.kind = kind, .dtype = DataType::kBFloat16, .op = ReduceOp::kSum, .count = count,
+                         .root = world - 1, .in_place = in_place, .mode = CompressionMode::kAuto};
+        if (count == 400'003 && kind != OperationKind::kAllReduce && world > 4) c.count = 150'001;  // bounded run time
+        cases.push_back(c);
+      }
+    }
+  }
+  cases.push_back({.kind = OperationKind::kAllReduce, .dtype = DataType::kFloat32, .op = ReduceOp::kAvg, .count = 65'537});
+  cases.push_back({.kind = OperationKind::kReduceScatter, .dtype = DataType::kInt64, .op = ReduceOp::kProd, .count = 999,
+                   .dist = {DistKind::kRandomBytes, 1}});
+  return cases;
+}
+
+class CollectivesWorld : public ::testing::TestWithParam<int> {};
+
+TEST_P(CollectivesWorld, CountsFromZeroToSeveralBlocksInPlaceAndNot) { RunCases(GetParam(), SizeCases(GetParam()), PipelineOptions()); }
+
+INSTANTIATE_TEST_SUITE_P(, CollectivesWorld, ::testing::Values(1, 2, 5, 8),
+                         [](const auto& info) { return absl::StrCat(info.param, "ranks"); });
+
+TEST(Collectives, SharedMemoryAndSmallBlocksWithManyBlocksPerChunk) {
+  transport::TransportOptions options = PipelineOptions("posix,sysv");
+  options.pipeline_block_bytes = 16 << 10;  // 60 blocks per chunk: every link pipelines deeply
+  options.block_bytes = 8 << 10;
+  std::vector<CollectiveCase> cases;
+  for (OperationKind kind : kKinds) {
+    for (CompressionMode mode : {CompressionMode::kOn, CompressionMode::kOff}) {
+      cases.push_back({.kind = kind, .dtype = DataType::kBFloat16, .count = 4 * 120'001, .root = 1, .mode = mode});
+    }
+  }
+  RunCases(4, cases, options);
+}
+
+// A group may hold collectives and point-to-point calls together; each keeps its order.
+TEST(Collectives, GroupsMixCollectivesAndPointToPoint) {
+  ExpectRanksSucceeded(RunRanks({.world_size = 3}, [&](const RankContext& context) -> absl::Status {
+    auto comm = CreateCommunicator(context, PipelineOptions());
+    if (!comm.ok()) return comm.status();
+    Communicator& c = **comm;
+    const int world = c.size(), rank = c.rank();
+    const CollectiveCase reduce{.kind = OperationKind::kAllReduce, .dtype = DataType::kBFloat16, .count = 90'001};
+    const CollectiveCase gather{.kind = OperationKind::kAllGather, .dtype = DataType::kFloat32, .count = 30'000};
+    std::vector<uint8_t> reduce_in = CaseInput(reduce, world, rank, 1), gather_in = CaseInput(gather, world, rank, 2);
+    std::vector<uint8_t> reduce_out(reduce_in.size()), gather_out(gather_in.size() * world);
+    std::vector<uint8_t> p2p_out(4000), p2p_in = GenerateTensor(DataType::kFloat16, 2000, {DistKind::kGaussian, 1}, rank);
+    c.GroupStart();
+    Post(c, reduce, reduce_in.data(), reduce_out.data(), nullptr);
+    c.Send(p2p_in.data(), 2000, DataType::kFloat16, (rank + 2) % world, nullptr);
+    c.Recv(p2p_out.data(), 2000, DataType::kFloat16, (rank + 1) % world, nullptr);
+    Post(c, gather, gather_in.data(), gather_out.data(), nullptr);
+    if (absl::Status s = WaitOk(c.GroupEnd(), "group"); !s.ok()) return s;
+    std::vector<uint8_t> want = ReferenceOutput(reduce, world, rank, 1);
+    if (absl::Status s = ExpectSameBytes(reduce_out.data(), want.data(), want.size(), "allreduce in a group"); !s.ok()) return s;
+    want = ReferenceOutput(gather, world, rank, 2);
+    if (absl::Status s = ExpectSameBytes(gather_out.data(), want.data(), want.size(), "allgather in a group"); !s.ok()) return s;
+    want = GenerateTensor(DataType::kFloat16, 2000, {DistKind::kGaussian, 1}, (rank + 1) % world);
+    return ExpectSameBytes(p2p_out.data(), want.data(), want.size(), "send/recv in a group");
+  }));
+}
+
+// Sends to two peers in one group, where one receiver first needs data that the other gets
+// only from this group: per-peer slots and windows let both go on (docs/PIPELINE.md).
+TEST(Collectives, GroupedSendsToPeersThatDependOnEachOther) {
+  ExpectRanksSucceeded(RunRanks({.world_size = 3}, [&](const RankContext& context) -> absl::Status {
+    transport::TransportOptions options = PipelineOptions();
+    auto comm = CreateCommunicator(context, options);
+    if (!comm.ok()) return comm.status();
+    Communicator& c = **comm;
+    const uint64_t count = 600'000;  // several blocks each: more than the slots and the window hold
+    std::vector<uint8_t> a = GenerateTensor(DataType::kBFloat16, count, {DistKind::kGaussian, 0.02}, 1);
+    std::vector<uint8_t> b = GenerateTensor(DataType::kBFloat16, count, {DistKind::kGaussian, 0.02}, 2);
+    std::vector<uint8_t> got(a.size()), relay(a.size());
+    if (c.rank() == 0) {
+      c.GroupStart();
+      c.Send(a.data(), count, DataType::kBFloat16, 1, nullptr);
+      c.Send(b.data(), count, DataType::kBFloat16, 2, nullptr);
+      return WaitOk(c.GroupEnd(), "rank 0's group");
+    }
+    if (c.rank() == 2) {
+      if (absl::Status s = WaitOk(c.Recv(got.data(), count, DataType::kBFloat16, 0, nullptr), "b"); !s.ok()) return s;
+      return WaitOk(c.Send(got.data(), count, DataType::kBFloat16, 1, nullptr), "relay of b");
+    }
+    if (absl::Status s = WaitOk(c.Recv(relay.data(), count, DataType::kBFloat16, 2, nullptr), "relay"); !s.ok()) return s;
+    if (absl::Status s = WaitOk(c.Recv(got.data(), count, DataType::kBFloat16, 0, nullptr), "a"); !s.ok()) return s;
+    if (absl::Status s = ExpectSameBytes(relay.data(), b.data(), b.size(), "relayed b"); !s.ok()) return s;
+    return ExpectSameBytes(got.data(), a.data(), a.size(), "a");
+  }));
+}
+
+}  // namespace
+}  // namespace ucclzip::testing

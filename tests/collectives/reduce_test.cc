@@ -1,0 +1,128 @@
+// The reduction arithmetic: bf16, fp16 and fp8 combine in fp32 and round once to nearest even
+// (compared with the test data generator's own rounding), NaN results are canonical, e4m3
+// saturates, integers wrap and avg truncates; the device kernel gives the same bits as the CPU
+// for every type, operator and kind of value (skipped without a GPU).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "gpu_test.h"
+#include "pipeline/reduce.h"
+#include "pipeline/reduce_math.h"
+#include "tensor_gen.h"
+
+namespace ucclzip::pipeline {
+namespace {
+
+using testing::DistKind;
+using testing::GenerateTensor;
+
+float Widen(DataType dtype, const uint8_t* bits) {
+  uint16_t h;
+  std::memcpy(&h, bits, 2);
+  switch (dtype) {
+    case DataType::kBFloat16: return reduce::Bf16ToFloat(h);
+    case DataType::kFloat16: return reduce::MinifloatToFloat<5, 10, true>(h);
+    case DataType::kFloat8E4M3: return reduce::MinifloatToFloat<4, 3, false>(*bits);
+    default: return reduce::MinifloatToFloat<5, 2, true>(*bits);
+  }
+}
+
+uint32_t Narrow(DataType dtype, float value) {
+  switch (dtype) {
+    case DataType::kBFloat16: return testing::FloatToBf16(value);
+    case DataType::kFloat16: return testing::FloatToFp16(value);
+    case DataType::kFloat8E4M3: return testing::FloatToFp8E4M3(value);
+    default: return testing::FloatToFp8E5M2(value);
+  }
+}
+
+TEST(Reduce, NarrowTypesRoundOnceToNearestEvenLikeTheGenerator) {
+  for (DataType dtype : {DataType::kBFloat16, DataType::kFloat16, DataType::kFloat8E4M3, DataType::kFloat8E5M2}) {
+    const size_t width = ElementSize(dtype);
+    for (auto dist : {testing::Distribution{DistKind::kSpecialValues, 1}, testing::Distribution{DistKind::kGaussian, 300}}) {
+      const uint64_t count = 20'000;
+      std::vector<uint8_t> a = GenerateTensor(dtype, count, dist, 1), b = GenerateTensor(dtype, count, dist, 2);
+      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kAvg}) {
+        std::vector<uint8_t> out(a.size());
+        ReduceHost({dtype, op, op == ReduceOp::kAvg ? 3u : 1u}, a.data(), b.data(), out.data(), count);
+        for (uint64_t i = 0; i < count; ++i) {
+          const float x = Widen(dtype, &a[i * width]), y = Widen(dtype, &b[i * width]);
+          // min and max keep the received operand on ties (+0 and -0 compare equal).
+          float r = op == ReduceOp::kProd ? x * y : op == ReduceOp::kMin ? (y < x ? y : x) : op == ReduceOp::kMax ? (y > x ? y : x) : x + y;
+          if (op == ReduceOp::kAvg) r /= 3;
+          uint32_t got = 0;
+          std::memcpy(&got, &out[i * width], width);
+          if (std::isnan(x) || std::isnan(y) || std::isnan(r)) {
+            EXPECT_TRUE(std::isnan(Widen(dtype, &out[i * width]))) << DataTypeName(dtype) << " element " << i;
+            continue;
+          }
+          // Overflow is checked below: the generator's rounding is only meant for finite results.
+          const float max_finite = dtype == DataType::kBFloat16   ? 3.3895314e38f
+                                   : dtype == DataType::kFloat16  ? 65504.0f
+                                   : dtype == DataType::kFloat8E4M3 ? 448.0f
+                                                                  : 57344.0f;
+          if (std::fabs(r) > max_finite) continue;
+          ASSERT_EQ(got, Narrow(dtype, r)) << DataTypeName(dtype) << " " << ReduceOpName(op) << " " << x << " , " << y;
+        }
+      }
+    }
+  }
+}
+
+TEST(Reduce, CanonicalNaNSaturationWrappingAndTruncation) {
+  auto one = [](DataType dtype, ReduceOp op, uint64_t a, uint64_t b, uint32_t divisor = 1) {
+    uint64_t out = 0;
+    ReduceHost({dtype, op, divisor}, &a, &b, &out, 1);
+    return out;
+  };
+  EXPECT_EQ(one(DataType::kFloat32, ReduceOp::kSum, 0x7F800000u, 0xFF800000u), 0x7FC00000u);  // inf - inf
+  EXPECT_EQ(one(DataType::kFloat32, ReduceOp::kMax, 0xFFC12345u, 0x3F800000u), 0x7FC00000u);  // NaN payload dropped
+  EXPECT_EQ(one(DataType::kBFloat16, ReduceOp::kMin, 0x3F80, 0xFFC1), 0x7FC0u);
+  EXPECT_EQ(one(DataType::kFloat16, ReduceOp::kSum, 0x7BFF, 0x7BFF), 0x7C00u);      // 65504 + 65504 = inf
+  EXPECT_EQ(one(DataType::kFloat8E4M3, ReduceOp::kSum, 0x7E, 0x7E), 0x7Eu);         // 448 + 448 saturates
+  EXPECT_EQ(one(DataType::kFloat8E5M2, ReduceOp::kSum, 0x7B, 0x7B), 0x7Cu);         // overflows to inf
+  EXPECT_EQ(one(DataType::kFloat64, ReduceOp::kProd, 0x7FF0000000000000ull, 0), 0x7FF8000000000000ull);
+  EXPECT_EQ(one(DataType::kInt32, ReduceOp::kSum, 0x7FFFFFFF, 1), 0x80000000u);
+  EXPECT_EQ(one(DataType::kUint8, ReduceOp::kProd, 200, 3), uint64_t{(200 * 3) & 0xFF});
+  EXPECT_EQ(static_cast<int64_t>(one(DataType::kInt64, ReduceOp::kAvg, uint64_t(-7), uint64_t(-1), 3)), -2);  // -8/3
+  EXPECT_EQ(one(DataType::kUint8, ReduceOp::kAvg, 250, 9, 4096), 0u);  // a divisor wider than the type
+}
+
+TEST(Reduce, DeviceGivesTheHostsBits) {
+  UCCLZIP_SKIP_WITHOUT_GPU();
+  for (uint8_t v = 0; IsValidDataType(v); ++v) {
+    const auto dtype = static_cast<DataType>(v);
+    const uint64_t count = 300'001;
+    for (auto dist : {testing::Distribution{DistKind::kSpecialValues, 1}, testing::Distribution{DistKind::kGaussian, 1}}) {
+      const std::vector<uint8_t> a = GenerateTensor(dtype, count, dist, 3), b = GenerateTensor(dtype, count, dist, 4);
+      void *da, *db, *dout;
+      UCCLZIP_CUDA_OK(cudaMalloc(&da, a.size() + 1));
+      UCCLZIP_CUDA_OK(cudaMalloc(&db, a.size() + 1));
+      UCCLZIP_CUDA_OK(cudaMalloc(&dout, a.size() + 1));
+      // Unaligned by a byte, as user buffers may be.
+      auto* a1 = static_cast<uint8_t*>(da) + 1;
+      auto* b1 = static_cast<uint8_t*>(db) + 1;
+      auto* o1 = static_cast<uint8_t*>(dout) + 1;
+      UCCLZIP_CUDA_OK(cudaMemcpy(a1, a.data(), a.size(), cudaMemcpyHostToDevice));
+      UCCLZIP_CUDA_OK(cudaMemcpy(b1, b.data(), b.size(), cudaMemcpyHostToDevice));
+      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kAvg}) {
+        const Combiner combiner{dtype, op, op == ReduceOp::kAvg ? 7u : 1u};
+        std::vector<uint8_t> want(a.size()), got(a.size());
+        ReduceHost(combiner, a.data(), b.data(), want.data(), count);
+        ASSERT_TRUE(ReduceDevice(combiner, a1, b1, o1, count, nullptr).ok());
+        UCCLZIP_CUDA_OK(cudaMemcpy(got.data(), o1, got.size(), cudaMemcpyDeviceToHost));
+        ASSERT_EQ(got, want) << DataTypeName(dtype) << " " << ReduceOpName(op) << " " << dist.Name();
+      }
+      cudaFree(da);
+      cudaFree(db);
+      cudaFree(dout);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace ucclzip::pipeline

@@ -1,0 +1,89 @@
+// The schedules of every algorithm, checked without processes: at every world size from 1 to
+// 8 and awkward counts, what each rank sends to a peer matches, step for step and element for
+// element, what that peer expects from it, and forwarded or reduced sends name receives of
+// the same count.
+#include <gtest/gtest.h>
+
+#include "absl/strings/str_cat.h"
+#include "collectives/schedules.h"
+
+namespace ucclzip::collectives {
+namespace {
+
+using pipeline::Schedule;
+
+std::vector<Schedule> AllRanks(int world, const std::function<Schedule(int)>& build) {
+  std::vector<Schedule> schedules;
+  for (int r = 0; r < world; ++r) schedules.push_back(build(r));
+  return schedules;
+}
+
+void ExpectLinksMatch(const std::vector<Schedule>& schedules, const std::string& what) {
+  const int world = static_cast<int>(schedules.size());
+  for (int a = 0; a < world; ++a) {
+    for (const pipeline::SendStep& step : schedules[a].sends) {
+      if (step.source != pipeline::SendStep::Source::kChunk) {
+        ASSERT_GE(step.recv_step, 0) << what;
+        EXPECT_EQ(schedules[a].recvs[step.recv_step].count, step.chunk.count) << what << " rank " << a;
+      }
+    }
+    for (int b = 0; b < world; ++b) {
+      std::vector<uint64_t> sent, expected;
+      for (const auto& step : schedules[a].sends) {
+        if (step.peer == b) sent.push_back(step.chunk.count);
+      }
+      for (const auto& step : schedules[b].recvs) {
+        if (step.peer == a) expected.push_back(step.count);
+      }
+      EXPECT_EQ(sent, expected) << what << ": link " << a << " -> " << b;
+    }
+  }
+}
+
+TEST(Schedules, EveryLinkMatchesAtEveryWorldSize) {
+  for (int world = 1; world <= 8; ++world) {
+    for (uint64_t count : {uint64_t{0}, uint64_t{1}, uint64_t(world > 1 ? world - 1 : 1), uint64_t{1001}}) {
+      const std::string what = absl::StrCat(world, " ranks, count ", count);
+      ExpectLinksMatch(AllRanks(world, [&](int r) { return RingAllGather(r, world, count, false); }), "allgather " + what);
+      ExpectLinksMatch(AllRanks(world, [&](int r) { return RingReduceScatter(r, world, count, ReduceOp::kSum, false); }),
+                       "reducescatter " + what);
+      ExpectLinksMatch(AllRanks(world, [&](int r) { return RingAllReduce(r, world, count, ReduceOp::kAvg, true); }),
+                       "allreduce " + what);
+      for (int root = 0; root < world; ++root) {
+        ExpectLinksMatch(AllRanks(world, [&](int r) { return ChainBroadcast(r, world, count, root, false); }),
+                         absl::StrCat("broadcast root ", root, " ", what));
+      }
+    }
+  }
+}
+
+TEST(Schedules, RingsEncodeOnceAndForwardTheRest) {
+  const int world = 5;
+  const Schedule gather = RingAllGather(2, world, 10, false);
+  ASSERT_EQ(gather.sends.size(), 4u);
+  EXPECT_EQ(gather.sends[0].source, pipeline::SendStep::Source::kChunk);
+  for (size_t s = 1; s < gather.sends.size(); ++s) EXPECT_EQ(gather.sends[s].source, pipeline::SendStep::Source::kForward);
+  const Schedule reduce = RingAllReduce(2, world, 1003, ReduceOp::kSum, false);
+  ASSERT_EQ(reduce.sends.size(), 8u);
+  int encoded = 0;
+  for (const auto& step : reduce.sends) encoded += step.source != pipeline::SendStep::Source::kForward;
+  EXPECT_EQ(encoded, 5);  // the reduce-scatter half re-encodes at each hop, the allgather half once
+  EXPECT_EQ(reduce.recvs[3].into->first, SplitEvenly(1003, world)[2].first);  // chunk 2 completes at rank 2
+  EXPECT_EQ(RingReduceScatter(0, world, 7, ReduceOp::kAvg, false).recvs.back().divisor, 5u);
+}
+
+TEST(Schedules, SplitEvenlyCoversTheCountInOrder) {
+  for (uint64_t count : {0ull, 1ull, 6ull, 7ull, 1000003ull}) {
+    const std::vector<ChunkLayout> chunks = SplitEvenly(count, 7);
+    uint64_t next = 0;
+    for (const ChunkLayout& chunk : chunks) {
+      EXPECT_EQ(chunk.first, next);
+      EXPECT_LE(chunk.count, count / 7 + 1);
+      next += chunk.count;
+    }
+    EXPECT_EQ(next, count);
+  }
+}
+
+}  // namespace
+}  // namespace ucclzip::collectives
