@@ -1,16 +1,50 @@
 #include "bench_cli.h"
 
+#include <algorithm>
 #include <cctype>
+#include <initializer_list>
+#include <optional>
+#include <utility>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "ucclzip/communicator.h"
 
 ABSL_FLAG(std::string, dtype, "bf16", "element type: bf16|fp16|fp32|fp8e4m3|fp8e5m2|raw|int32|...");
 ABSL_FLAG(bool, json, false, "print one JSON object per result instead of a table");
 ABSL_FLAG(int, iters, 20, "timed iterations per measurement (the median is reported)");
 ABSL_FLAG(int, warmup, 3, "untimed iterations before timing");
+ABSL_FLAG(std::string, dist, "gaussian:0.02",
+          "value distribution: gaussian:S, laplace:B, uniform:A, student-t3:S, random-bytes, special");
+ABSL_FLAG(int, ranks, 2, "ranks to start on this host (ignored when a launcher already started this rank)");
+ABSL_FLAG(std::string, memory, "host", "buffer memory: host|device");
+ABSL_FLAG(std::string, tls, "", "UCX transports (UCX_TLS syntax, e.g. tcp or posix,sysv); empty: UCX's choice");
+ABSL_FLAG(std::string, compress, "",
+          "on|off|auto, or a list such as off,on whose modes take turns: measure the compressing pipeline "
+          "(sendrecv: empty measures the bare transport)");
+ABSL_FLAG(ucclzip::bench::ByteSize, pipeline_block, ucclzip::bench::ByteSize{ucclzip::CommunicatorOptions{}.pipeline_block_bytes},
+          "pipeline block size (K/M/G)");
+
+// nccl-tests' vocabulary, short and long; each wins over the older name it aliases.
+ABSL_FLAG(std::optional<ucclzip::bench::ByteSize>, b, std::nullopt, "nccl-tests: smallest size (K/M/G)");
+ABSL_FLAG(std::optional<ucclzip::bench::ByteSize>, minbytes, std::nullopt, "nccl-tests: smallest size (K/M/G)");
+ABSL_FLAG(std::optional<ucclzip::bench::ByteSize>, e, std::nullopt, "nccl-tests: largest size (K/M/G)");
+ABSL_FLAG(std::optional<ucclzip::bench::ByteSize>, maxbytes, std::nullopt, "nccl-tests: largest size (K/M/G)");
+ABSL_FLAG(std::optional<double>, f, std::nullopt, "nccl-tests: size multiplier from one size to the next");
+ABSL_FLAG(std::optional<double>, stepfactor, std::nullopt, "nccl-tests: size multiplier from one size to the next");
+ABSL_FLAG(std::optional<int>, n, std::nullopt, "nccl-tests: timed iterations (alias of --iters)");
+ABSL_FLAG(std::optional<int>, w, std::nullopt, "nccl-tests: warm-up iterations (alias of --warmup)");
+ABSL_FLAG(std::optional<int>, warmup_iters, std::nullopt, "nccl-tests: warm-up iterations (alias of --warmup)");
+ABSL_FLAG(std::optional<std::string>, d, std::nullopt, "nccl-tests: element type (alias of --dtype)");
+ABSL_FLAG(std::optional<std::string>, datatype, std::nullopt, "nccl-tests: element type (alias of --dtype)");
+ABSL_FLAG(std::optional<std::string>, o, std::nullopt, "nccl-tests: reduction sum|prod|min|max|avg");
+ABSL_FLAG(std::optional<std::string>, op, std::nullopt, "nccl-tests: reduction sum|prod|min|max|avg");
+ABSL_FLAG(std::optional<int>, r, std::nullopt, "nccl-tests: root rank");
+ABSL_FLAG(std::optional<int>, root, std::nullopt, "nccl-tests: root rank");
+ABSL_FLAG(std::optional<int>, c, std::nullopt, "nccl-tests: check results (1) or not (0)");
+ABSL_FLAG(std::optional<int>, check, std::nullopt, "nccl-tests: check results (1) or not (0)");
 
 namespace ucclzip::bench {
 
@@ -37,7 +71,60 @@ bool AbslParseFlag(absl::string_view text, ByteSize* size, std::string* error) {
 
 std::string AbslUnparseFlag(ByteSize size) { return absl::StrCat(size.bytes); }
 
+namespace {
+
+// The first of the flags that was given, else `fallback`.
+template <typename T>
+T FirstSet(std::initializer_list<std::optional<T>> values, T fallback) {
+  for (const std::optional<T>& value : values) {
+    if (value) return *value;
+  }
+  return fallback;
+}
+
+}  // namespace
+
+uint64_t MinBytes(uint64_t fallback) {
+  return FirstSet({absl::GetFlag(FLAGS_b), absl::GetFlag(FLAGS_minbytes)}, ByteSize{fallback}).bytes;
+}
+uint64_t MaxBytes(uint64_t fallback) {
+  return FirstSet({absl::GetFlag(FLAGS_e), absl::GetFlag(FLAGS_maxbytes)}, ByteSize{fallback}).bytes;
+}
+uint64_t NextSize(uint64_t bytes) {
+  const double factor = StepFactor();
+  if (factor <= 1 || bytes == 0) return bytes == 0 && factor > 1 ? 1 : UINT64_MAX;
+  return std::max<uint64_t>(static_cast<uint64_t>(static_cast<double>(bytes) * factor), bytes + 1);
+}
+
+double StepFactor() { return FirstSet({absl::GetFlag(FLAGS_f), absl::GetFlag(FLAGS_stepfactor)}, 2.0); }
+int Iterations() { return FirstSet<int>({absl::GetFlag(FLAGS_n)}, absl::GetFlag(FLAGS_iters)); }
+int WarmupIterations() {
+  return FirstSet<int>({absl::GetFlag(FLAGS_w), absl::GetFlag(FLAGS_warmup_iters)}, absl::GetFlag(FLAGS_warmup));
+}
+std::string DataTypeFlag() {
+  return FirstSet<std::string>({absl::GetFlag(FLAGS_d), absl::GetFlag(FLAGS_datatype)}, absl::GetFlag(FLAGS_dtype));
+}
+std::string ReduceOpFlag() { return FirstSet<std::string>({absl::GetFlag(FLAGS_o), absl::GetFlag(FLAGS_op)}, "sum"); }
+int RootFlag() { return FirstSet<int>({absl::GetFlag(FLAGS_r), absl::GetFlag(FLAGS_root)}, 0); }
+bool CheckFlag() { return FirstSet<int>({absl::GetFlag(FLAGS_c), absl::GetFlag(FLAGS_check)}, 1) != 0; }
+
+absl::StatusOr<ReduceOp> ParseReduceOp(absl::string_view name) {
+  for (uint8_t v = 0; IsValidReduceOp(v); ++v) {
+    if (name == ReduceOpName(static_cast<ReduceOp>(v))) return static_cast<ReduceOp>(v);
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown reduction '", name, "' (sum, prod, min, max or avg)"));
+}
+
 absl::StatusOr<DataType> ParseDataType(absl::string_view name) {
+  // nccl-tests' names too.
+  const std::pair<const char*, DataType> kNcclNames[] = {
+      {"bfloat16", DataType::kBFloat16}, {"half", DataType::kFloat16},       {"float16", DataType::kFloat16},
+      {"float", DataType::kFloat32},     {"float32", DataType::kFloat32},    {"double", DataType::kFloat64},
+      {"float64", DataType::kFloat64},   {"f8e4m3", DataType::kFloat8E4M3}, {"f8e5m2", DataType::kFloat8E5M2},
+      {"int8", DataType::kInt8}};
+  for (const auto& [nccl, type] : kNcclNames) {
+    if (name == nccl) return type;
+  }
   for (uint8_t v = 0; IsValidDataType(v); ++v) {
     auto type = static_cast<DataType>(v);
     if (name == DataTypeName(type)) return type;

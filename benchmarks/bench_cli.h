@@ -19,7 +19,25 @@ struct ByteSize {
 bool AbslParseFlag(absl::string_view text, ByteSize* size, std::string* error);
 std::string AbslUnparseFlag(ByteSize size);
 
+// Our names (bf16, fp16, ...) and nccl-tests' (bfloat16, half, float, ...).
 absl::StatusOr<DataType> ParseDataType(absl::string_view name);
+absl::StatusOr<ReduceOp> ParseReduceOp(absl::string_view name);
+
+// nccl-tests' flags, resolved against the older names they alias: -b/--minbytes,
+// -e/--maxbytes, -f/--stepfactor, -n (--iters), -w/--warmup_iters (--warmup), -d/--datatype
+// (--dtype), -o/--op, -r/--root, -c/--check. `fallback`: the subcommand's own default.
+uint64_t MinBytes(uint64_t fallback);
+uint64_t MaxBytes(uint64_t fallback);
+double StepFactor();
+// The size after `bytes` in a sweep (times the step factor; past the end after one size when
+// the factor is 1 or less).
+uint64_t NextSize(uint64_t bytes);
+int Iterations();
+int WarmupIterations();
+std::string DataTypeFlag();
+std::string ReduceOpFlag();
+int RootFlag();
+bool CheckFlag();
 
 }  // namespace ucclzip::bench
 
@@ -27,3 +45,9 @@ ABSL_DECLARE_FLAG(std::string, dtype);
 ABSL_DECLARE_FLAG(bool, json);
 ABSL_DECLARE_FLAG(int, iters);
 ABSL_DECLARE_FLAG(int, warmup);
+ABSL_DECLARE_FLAG(std::string, dist);
+ABSL_DECLARE_FLAG(int, ranks);
+ABSL_DECLARE_FLAG(std::string, memory);
+ABSL_DECLARE_FLAG(std::string, tls);
+ABSL_DECLARE_FLAG(std::string, compress);
+ABSL_DECLARE_FLAG(ucclzip::bench::ByteSize, pipeline_block);

@@ -19,8 +19,6 @@
 
 ABSL_FLAG(std::string, device, "cpu", "codec implementation to measure: cpu|gpu");
 ABSL_FLAG(ucclzip::bench::ByteSize, bytes, ucclzip::bench::ByteSize{16 << 20}, "tensor size in bytes (K/M/G)");
-ABSL_FLAG(std::string, dist, "gaussian:0.02",
-          "value distribution: gaussian:S, laplace:B, uniform:A, student-t3:S, random-bytes, special");
 ABSL_FLAG(std::string, input, "", "raw little-endian tensor file of --dtype to measure instead of --dist");
 ABSL_FLAG(uint32_t, lane_symbols, 0, "symbols per rANS lane (power of two 16..4096); 0 = automatic");
 

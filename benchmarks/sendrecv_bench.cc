@@ -26,21 +26,12 @@
 #include "rank_launcher.h"
 #include "transport/communicator_access.h"
 
-ABSL_FLAG(int, ranks, 2, "ranks to start on this host (ignored when a launcher already started this rank)");
-ABSL_FLAG(std::string, memory, "host", "buffer memory: host|device");
-ABSL_FLAG(ucclzip::bench::ByteSize, min_bytes, ucclzip::bench::ByteSize{8}, "smallest message (K/M/G)");
-ABSL_FLAG(ucclzip::bench::ByteSize, max_bytes, ucclzip::bench::ByteSize{64 << 20}, "largest message (K/M/G)");
-ABSL_FLAG(std::string, tls, "", "UCX transports (UCX_TLS syntax, e.g. tcp or posix,sysv); empty: UCX's choice");
+ABSL_FLAG(ucclzip::bench::ByteSize, min_bytes, ucclzip::bench::ByteSize{8}, "smallest message (K/M/G); alias of -b/--minbytes");
+ABSL_FLAG(ucclzip::bench::ByteSize, max_bytes, ucclzip::bench::ByteSize{64 << 20}, "largest message (K/M/G); alias of -e/--maxbytes");
 ABSL_FLAG(std::string, pattern, "shift", "shift (every rank to rank+1) | oneway (rank 0 to rank 1)");
 ABSL_FLAG(int, latency_iters, 2000, "round trips for the 8-byte latency (0 skips it)");
 ABSL_FLAG(ucclzip::bench::ByteSize, block_bytes, ucclzip::bench::ByteSize{0},
           "transport block size (K/M/G); 0 keeps the communicator's default");
-ABSL_FLAG(std::string, compress, "",
-          "on|off|auto, or a list such as off,on whose modes take turns: measure the compressing Send/Recv "
-          "pipeline; empty: the bare transport");
-ABSL_FLAG(ucclzip::bench::ByteSize, pipeline_block, ucclzip::bench::ByteSize{ucclzip::CommunicatorOptions{}.pipeline_block_bytes},
-          "pipeline block size (K/M/G)");
-ABSL_DECLARE_FLAG(std::string, dist);
 
 namespace ucclzip::bench {
 namespace {
@@ -128,7 +119,7 @@ absl::StatusOr<Measured> MeasureSize(Transport& transport, transport::Bootstrap&
   absl::StatusOr<Buffer> in = Buffer::Create(bytes, type);
   if (!in.ok()) return in.status();
   out->Fill(rank);
-  const int iterations = absl::GetFlag(FLAGS_warmup) + absl::GetFlag(FLAGS_iters);
+  const int iterations = WarmupIterations() + Iterations();
   std::vector<double> times;
   if (absl::Status s = bootstrap.Barrier(absl::Now() + kWait); !s.ok()) return s;
   for (int i = 0; i < iterations && active; ++i) {
@@ -148,7 +139,7 @@ absl::StatusOr<Measured> MeasureSize(Transport& transport, transport::Bootstrap&
       if (status.ok()) status = transport.Send(0, nullptr, 0, MemoryType::kHost, OpTag{tag.sequence, 1})->Wait(absl::Now() + kWait);
     }
     if (!status.ok()) return status;
-    if (i >= absl::GetFlag(FLAGS_warmup)) times.push_back(absl::ToDoubleMicroseconds(absl::Now() - start));
+    if (i >= WarmupIterations()) times.push_back(absl::ToDoubleMicroseconds(absl::Now() - start));
   }
   Measured measured{Median(times), 0};
   const bool receives = !oneway || rank == 1;
@@ -212,7 +203,7 @@ absl::StatusOr<std::vector<PipelineMeasured>> MeasurePipelineSize(Communicator& 
   absl::StatusOr<std::unique_ptr<TensorBuffer>> buffer =
       TensorBuffer::Create(comm.rank() == 0 ? tensor : std::vector<uint8_t>(tensor.size()), device);
   if (!buffer.ok()) return buffer.status();
-  const int warmup = absl::GetFlag(FLAGS_warmup), iterations = warmup + absl::GetFlag(FLAGS_iters);
+  const int warmup = WarmupIterations(), iterations = warmup + Iterations();
   std::vector<std::vector<double>> times(modes.size());
   std::vector<ModeTotals> totals(modes.size());
   std::vector<uint64_t> wrong(modes.size(), 0);
@@ -280,8 +271,8 @@ absl::Status RunPipelineRank(const BootstrapConfig& config, bool device, DataTyp
     std::printf("#%11s %12s %6s %8s %10s %12s %7s %12s %10s %10s %9s %7s\n", "size", "count", "type", "compress",
                 "time(us)", "algbw(GB/s)", "ratio", "saved(B)", "encode(us)", "decode(us)", "vs first", "#wrong");
   }
-  const size_t min_bytes = absl::GetFlag(FLAGS_min_bytes).bytes, max_bytes = absl::GetFlag(FLAGS_max_bytes).bytes;
-  for (size_t bytes = std::max<size_t>(min_bytes, ElementSize(dtype)); bytes <= max_bytes; bytes *= 2) {
+  const size_t min_bytes = MinBytes(absl::GetFlag(FLAGS_min_bytes).bytes), max_bytes = MaxBytes(absl::GetFlag(FLAGS_max_bytes).bytes);
+  for (size_t bytes = std::max<size_t>(min_bytes, ElementSize(dtype)); bytes <= max_bytes; bytes = NextSize(bytes)) {
     absl::StatusOr<std::vector<PipelineMeasured>> all = MeasurePipelineSize(comm, bootstrap, bytes, dtype, device, *modes);
     if (!all.ok()) return all.status();
     if (!report) continue;
@@ -350,7 +341,7 @@ absl::Status RunRank() {
   }
   const std::string pattern = absl::GetFlag(FLAGS_pattern);
   if (pattern != "shift" && pattern != "oneway") return absl::InvalidArgumentError("--pattern must be shift or oneway");
-  absl::StatusOr<DataType> dtype = ParseDataType(absl::GetFlag(FLAGS_dtype));
+  absl::StatusOr<DataType> dtype = ParseDataType(DataTypeFlag());
   if (!dtype.ok()) return dtype.status();
   if (!absl::GetFlag(FLAGS_compress).empty()) return RunPipelineRank(*bootstrap_config, type == MemoryType::kDevice, *dtype);
 
@@ -374,8 +365,8 @@ absl::Status RunRank() {
                 "#wrong");
   }
   uint32_t sequence = 0;
-  const size_t min_bytes = absl::GetFlag(FLAGS_min_bytes).bytes, max_bytes = absl::GetFlag(FLAGS_max_bytes).bytes;
-  for (size_t bytes = min_bytes; bytes <= max_bytes; bytes = std::max<size_t>(bytes * 2, 1)) {
+  const size_t min_bytes = MinBytes(absl::GetFlag(FLAGS_min_bytes).bytes), max_bytes = MaxBytes(absl::GetFlag(FLAGS_max_bytes).bytes);
+  for (size_t bytes = min_bytes; bytes <= max_bytes; bytes = NextSize(bytes)) {
     absl::StatusOr<Measured> measured = MeasureSize(transport, bootstrap, bytes, type, pattern == "oneway", &sequence);
     if (!measured.ok()) return measured.status();
     const double algbw = measured->time_us > 0 ? bytes / measured->time_us / 1e3 : 0;

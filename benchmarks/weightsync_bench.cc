@@ -27,11 +27,6 @@ ABSL_FLAG(int, layers, 32, "transformer layers of the model");
 ABSL_FLAG(int, vocab, 128256, "vocabulary size (embedding and lm_head rows)");
 // --input (defined by the codec benchmark) names a folder of raw tensor files here.
 ABSL_DECLARE_FLAG(std::string, input);
-ABSL_DECLARE_FLAG(int, ranks);
-ABSL_DECLARE_FLAG(std::string, memory);
-ABSL_DECLARE_FLAG(std::string, tls);
-ABSL_DECLARE_FLAG(std::string, compress);
-ABSL_DECLARE_FLAG(ucclzip::bench::ByteSize, pipeline_block);
 
 namespace ucclzip::bench {
 namespace {

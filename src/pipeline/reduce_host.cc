@@ -1,5 +1,6 @@
 #include "pipeline/reduce.h"
 #include "pipeline/reduce_math.h"
+#include "ucclzip/reduction.h"
 
 namespace ucclzip::pipeline {
 
@@ -14,3 +15,12 @@ void ReduceHost(const Combiner& combiner, const void* received, const void* loca
 }
 
 }  // namespace ucclzip::pipeline
+
+namespace ucclzip {
+
+void ReduceOnHost(DataType dtype, ReduceOp op, const void* received, const void* local, void* out, uint64_t count,
+                  uint32_t divisor) {
+  pipeline::ReduceHost({dtype, op, divisor}, received, local, out, count);
+}
+
+}  // namespace ucclzip

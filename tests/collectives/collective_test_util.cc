@@ -3,79 +3,33 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
-#include "collectives/schedules.h"
-#include "pipeline/reduce.h"
 #include "pipeline_test_util.h"
 
 namespace ucclzip::testing {
 
-using pipeline::OperationKind;
 
 std::string CollectiveCase::Name() const {
-  return absl::StrCat(pipeline::OperationKindName(kind), " ", count, " x ", DataTypeName(dtype), " ", ReduceOpName(op),
-                      " root ", root, in_place ? " in-place" : "", " mode ", static_cast<int>(mode), " ", dist.Name());
-}
-
-uint64_t SendElements(const CollectiveCase& c, int world) {
-  return c.kind == OperationKind::kReduceScatter ? c.count * world : c.count;
-}
-
-uint64_t RecvElements(const CollectiveCase& c, int world) {
-  return c.kind == OperationKind::kAllGather ? c.count * world : c.count;
+  return absl::StrCat(CollectiveName(kind), " ", count, " x ", DataTypeName(dtype), " ", ReduceOpName(op), " root ", root,
+                      in_place ? " in-place" : "", " mode ", static_cast<int>(mode), " ", dist.Name());
 }
 
 std::vector<uint8_t> CaseInput(const CollectiveCase& c, int world, int rank, uint64_t seed) {
-  return GenerateTensor(c.dtype, SendElements(c, world), c.dist, seed * 7919 + uint64_t(rank) * 104729 + 1);
+  return GenerateTensor(c.dtype, SendElements(c.Shape(world)), c.dist, seed * 7919 + uint64_t(rank) * 104729 + 1);
 }
 
 std::vector<uint8_t> ReferenceOutput(const CollectiveCase& c, int world, int rank, uint64_t seed) {
-  const size_t width = ElementSize(c.dtype);
   std::vector<std::vector<uint8_t>> inputs;
   for (int r = 0; r < world; ++r) inputs.push_back(CaseInput(c, world, r, seed));
-  std::vector<uint8_t> out(RecvElements(c, world) * width);
-  // Chunk `first, count` reduced as the ring does: starting at rank owner+1, each hop combines
-  // (received op local), avg dividing at the owner.
-  auto reduce_chunk = [&](int owner, uint64_t first, uint64_t count, uint8_t* into) {
-    std::vector<uint8_t> acc(inputs[(owner + 1) % world].begin() + first * width,
-                             inputs[(owner + 1) % world].begin() + (first + count) * width);
-    for (int k = 2; k <= world; ++k) {
-      const int r = (owner + k) % world;
-      const uint32_t divisor = (k == world && c.op == ReduceOp::kAvg) ? world : 1;
-      pipeline::ReduceHost({c.dtype, c.op, divisor}, acc.data(), inputs[r].data() + first * width, acc.data(), count);
-    }
-    if (count > 0) std::memcpy(into, acc.data(), count * width);
-  };
-  switch (c.kind) {
-    case OperationKind::kAllGather:
-      for (int r = 0; r < world; ++r) std::copy(inputs[r].begin(), inputs[r].end(), out.begin() + r * c.count * width);
-      break;
-    case OperationKind::kBroadcast:
-      out = inputs[c.root];
-      break;
-    case OperationKind::kReduceScatter:
-      reduce_chunk(rank, rank * c.count, c.count, out.data());
-      break;
-    case OperationKind::kAllReduce: {
-      const std::vector<collectives::ChunkLayout> chunks = collectives::SplitEvenly(c.count, world);
-      for (int owner = 0; owner < world; ++owner) {
-        reduce_chunk(owner, chunks[owner].first, chunks[owner].count, out.data() + chunks[owner].first * width);
-      }
-      break;
-    }
-    case OperationKind::kSendRecv:
-      break;
-  }
-  return out;
+  return testing::ReferenceOutput(c.Shape(world), inputs, rank);
 }
 
 Operation Post(Communicator& comm, const CollectiveCase& c, const void* send, void* recv, cudaStream_t stream) {
   const CollectiveOptions options{.compression = c.mode};
   switch (c.kind) {
-    case OperationKind::kAllGather: return comm.AllGather(send, recv, c.count, c.dtype, stream, options);
-    case OperationKind::kReduceScatter: return comm.ReduceScatter(send, recv, c.count, c.dtype, c.op, stream, options);
-    case OperationKind::kAllReduce: return comm.AllReduce(send, recv, c.count, c.dtype, c.op, stream, options);
-    case OperationKind::kBroadcast: return comm.Broadcast(send, recv, c.count, c.dtype, c.root, stream, options);
-    case OperationKind::kSendRecv: break;
+    case Collective::kAllGather: return comm.AllGather(send, recv, c.count, c.dtype, stream, options);
+    case Collective::kReduceScatter: return comm.ReduceScatter(send, recv, c.count, c.dtype, c.op, stream, options);
+    case Collective::kAllReduce: return comm.AllReduce(send, recv, c.count, c.dtype, c.op, stream, options);
+    case Collective::kBroadcast: return comm.Broadcast(send, recv, c.count, c.dtype, c.root, stream, options);
   }
   return Operation();
 }
@@ -84,15 +38,15 @@ absl::Status RunAndCheck(Communicator& comm, const CollectiveCase& c, uint64_t s
   const int world = comm.size(), rank = comm.rank();
   const size_t width = ElementSize(c.dtype);
   const std::vector<uint8_t> input = CaseInput(c, world, rank, seed);
-  const uint64_t recv_bytes = RecvElements(c, world) * width;
+  const uint64_t recv_bytes = RecvElements(c.Shape(world)) * width;
   // One allocation holds both buffers (or the in-place one), poisoned where the output goes.
   // In place, the input lies inside the output (allgather: at chunk `rank`) or the output
   // inside the input (reduce-scatter: at chunk `rank`), or they are the same.
   const uint64_t chunk_bytes = uint64_t(rank) * c.count * width;
   uint64_t send_offset = recv_bytes, recv_offset = 0;
   if (c.in_place) {
-    send_offset = c.kind == OperationKind::kAllGather ? chunk_bytes : 0;
-    recv_offset = c.kind == OperationKind::kReduceScatter ? chunk_bytes : 0;
+    send_offset = c.kind == Collective::kAllGather ? chunk_bytes : 0;
+    recv_offset = c.kind == Collective::kReduceScatter ? chunk_bytes : 0;
   }
   const uint64_t total = c.in_place ? std::max<uint64_t>(input.size(), recv_bytes) : input.size() + recv_bytes;
   std::vector<uint8_t> host(std::max<uint64_t>(total, 1), 0xA5);

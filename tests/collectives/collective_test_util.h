@@ -8,14 +8,14 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "pipeline/schedule.h"
+#include "collective_reference.h"
 #include "tensor_gen.h"
 #include "ucclzip/communicator.h"
 
 namespace ucclzip::testing {
 
 struct CollectiveCase {
-  pipeline::OperationKind kind = pipeline::OperationKind::kAllReduce;
+  Collective kind = Collective::kAllReduce;
   DataType dtype = DataType::kBFloat16;
   ReduceOp op = ReduceOp::kSum;
   uint64_t count = 0;  // NCCL's count: per rank for allgather (send) and reduce-scatter (recv)
@@ -24,11 +24,8 @@ struct CollectiveCase {
   CompressionMode mode = CompressionMode::kOn;
   Distribution dist{DistKind::kGaussian, 0.02};
   std::string Name() const;
+  CollectiveShape Shape(int world) const { return {kind, dtype, op, count, root, world}; }
 };
-
-// Elements one rank sends and receives for the case.
-uint64_t SendElements(const CollectiveCase& c, int world);
-uint64_t RecvElements(const CollectiveCase& c, int world);
 
 // Rank `rank`'s input for the case (the same on every rank that asks).
 std::vector<uint8_t> CaseInput(const CollectiveCase& c, int world, int rank, uint64_t seed);

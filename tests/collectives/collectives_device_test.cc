@@ -12,7 +12,7 @@
 namespace ucclzip::testing {
 namespace {
 
-using pipeline::OperationKind;
+
 
 transport::TransportOptions DeviceOptions(const std::string& tls) {
   transport::TransportOptions options = PipelineOptions(tls);
@@ -28,8 +28,8 @@ TEST_P(CollectivesDevice, EveryOperationAndTypeMatchesTheReference) {
   UCCLZIP_SKIP_WITHOUT_GPU();
   const auto [world, tls] = GetParam();
   std::vector<CollectiveCase> cases;
-  for (OperationKind kind : {OperationKind::kAllGather, OperationKind::kReduceScatter, OperationKind::kAllReduce,
-                             OperationKind::kBroadcast}) {
+  for (Collective kind : {Collective::kAllGather, Collective::kReduceScatter, Collective::kAllReduce,
+                             Collective::kBroadcast}) {
     for (DataType dtype : {DataType::kBFloat16, DataType::kFloat16, DataType::kFloat32, DataType::kFloat8E4M3,
                            DataType::kFloat8E5M2, DataType::kInt32, DataType::kUint8, DataType::kInt64, DataType::kFloat64}) {
       for (CompressionMode mode : {CompressionMode::kOn, CompressionMode::kOff}) {

@@ -17,7 +17,7 @@
 namespace ucclzip::testing {
 namespace {
 
-using pipeline::OperationKind;
+
 
 transport::TransportOptions ShortTimeout() {
   transport::TransportOptions options = PipelineOptions();
@@ -50,7 +50,7 @@ TEST_P(CollectiveDisagreement, RanksThatDisagreeFailWithBothValues) {
 }
 
 CollectiveCase AllReduceOf(uint64_t count, DataType dtype = DataType::kBFloat16, ReduceOp op = ReduceOp::kSum) {
-  return {.kind = OperationKind::kAllReduce, .dtype = dtype, .op = op, .count = count};
+  return {.kind = Collective::kAllReduce, .dtype = dtype, .op = op, .count = count};
 }
 
 INSTANTIATE_TEST_SUITE_P(
@@ -62,10 +62,10 @@ INSTANTIATE_TEST_SUITE_P(
                      {"peer 1 called allreduce of 3000 elements of fp16", "3000 elements of bf16"}},
         Disagreement{"reduction", AllReduceOf(3000), AllReduceOf(3000, DataType::kBFloat16, ReduceOp::kMax),
                      {"peer 1 called allreduce of 3000 elements of bf16 (max)", "(sum)"}},
-        Disagreement{"root", {.kind = OperationKind::kBroadcast, .count = 5000, .root = 0},
-                     {.kind = OperationKind::kBroadcast, .count = 5000, .root = 1},
+        Disagreement{"root", {.kind = Collective::kBroadcast, .count = 5000, .root = 0},
+                     {.kind = Collective::kBroadcast, .count = 5000, .root = 1},
                      {"peer 1 called broadcast of 5000 elements of bf16 (root 1)", "(root 0)"}},
-        Disagreement{"operation", AllReduceOf(3000), {.kind = OperationKind::kAllGather, .count = 3000},
+        Disagreement{"operation", AllReduceOf(3000), {.kind = Collective::kAllGather, .count = 3000},
                      {"peer 1 called allgather of 3000", "rank 2 called allreduce of 3000"}}),
     [](const auto& info) { return info.param.name; });
 

@@ -12,16 +12,16 @@
 namespace ucclzip::testing {
 namespace {
 
-using pipeline::OperationKind;
+
 
 const DataType kReducibleTypes[] = {DataType::kBFloat16, DataType::kFloat16,   DataType::kFloat32,
                                     DataType::kFloat8E4M3, DataType::kFloat8E5M2, DataType::kInt32,
                                     DataType::kUint8,    DataType::kInt64,     DataType::kFloat64};
 const ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kAvg};
-const OperationKind kKinds[] = {OperationKind::kAllGather, OperationKind::kReduceScatter, OperationKind::kAllReduce,
-                                OperationKind::kBroadcast};
+const Collective kKinds[] = {Collective::kAllGather, Collective::kReduceScatter, Collective::kAllReduce,
+                                Collective::kBroadcast};
 
-bool Reduces(OperationKind kind) { return kind == OperationKind::kReduceScatter || kind == OperationKind::kAllReduce; }
+bool Reduces(Collective kind) { return kind == Collective::kReduceScatter || kind == Collective::kAllReduce; }
 
 // Every case in turn on one communicator per rank; the first failure names its case.
 void RunCases(int world, const std::vector<CollectiveCase>& cases, const transport::TransportOptions& options) {
@@ -38,7 +38,7 @@ void RunCases(int world, const std::vector<CollectiveCase>& cases, const transpo
 
 TEST(Collectives, EveryOperationTypeAndReductionAtAnOddWorldSize) {
   std::vector<CollectiveCase> cases;
-  for (OperationKind kind : kKinds) {
+  for (Collective kind : kKinds) {
     for (DataType dtype : kReducibleTypes) {
       for (CompressionMode mode : {CompressionMode::kOn, CompressionMode::kOff}) {
         const Distribution dist = IsCompressibleType(dtype) ? Distribution{DistKind::kGaussian, 0.5}
@@ -56,7 +56,7 @@ TEST(Collectives, EveryOperationTypeAndReductionAtAnOddWorldSize) {
 
 TEST(Collectives, SpecialValuesHeavyTailsAndRawBytes) {
   std::vector<CollectiveCase> cases;
-  for (OperationKind kind : kKinds) {
+  for (Collective kind : kKinds) {
     for (DataType dtype : {DataType::kBFloat16, DataType::kFloat16, DataType::kFloat32, DataType::kFloat8E4M3,
                            DataType::kFloat8E5M2}) {
       for (Distribution dist : {Distribution{DistKind::kSpecialValues, 1}, Distribution{DistKind::kStudentT3, 0.01}}) {
@@ -67,8 +67,8 @@ TEST(Collectives, SpecialValuesHeavyTailsAndRawBytes) {
       }
     }
   }
-  cases.push_back({.kind = OperationKind::kAllGather, .dtype = DataType::kRaw, .count = 333, .dist = {DistKind::kRandomBytes, 1}});
-  cases.push_back({.kind = OperationKind::kBroadcast, .dtype = DataType::kRaw, .count = 333, .root = 3, .dist = {DistKind::kRandomBytes, 1}});
+  cases.push_back({.kind = Collective::kAllGather, .dtype = DataType::kRaw, .count = 333, .dist = {DistKind::kRandomBytes, 1}});
+  cases.push_back({.kind = Collective::kBroadcast, .dtype = DataType::kRaw, .count = 333, .root = 3, .dist = {DistKind::kRandomBytes, 1}});
   RunCases(4, cases, PipelineOptions());
 }
 
@@ -76,18 +76,18 @@ TEST(Collectives, SpecialValuesHeavyTailsAndRawBytes) {
 // per chunk (256 KB blocks), in place and not, at world sizes 1, 2, 5 and 8.
 std::vector<CollectiveCase> SizeCases(int world) {
   std::vector<CollectiveCase> cases;
-  for (OperationKind kind : kKinds) {
+  for (Collective kind : kKinds) {
     for (uint64_t count : {uint64_t{0}, uint64_t{1}, uint64_t(world - 1), uint64_t{7919}, uint64_t{400'003}}) {
       for (bool in_place : {false, true}) {
         CollectiveCase c{.kind = kind, .dtype = DataType::kBFloat16, .op = ReduceOp::kSum, .count = count,
                          .root = world - 1, .in_place = in_place, .mode = CompressionMode::kAuto};
-        if (count == 400'003 && kind != OperationKind::kAllReduce && world > 4) c.count = 150'001;  // bounded run time
+        if (count == 400'003 && kind != Collective::kAllReduce && world > 4) c.count = 150'001;  // bounded run time
         cases.push_back(c);
       }
     }
   }
-  cases.push_back({.kind = OperationKind::kAllReduce, .dtype = DataType::kFloat32, .op = ReduceOp::kAvg, .count = 65'537});
-  cases.push_back({.kind = OperationKind::kReduceScatter, .dtype = DataType::kInt64, .op = ReduceOp::kProd, .count = 999,
+  cases.push_back({.kind = Collective::kAllReduce, .dtype = DataType::kFloat32, .op = ReduceOp::kAvg, .count = 65'537});
+  cases.push_back({.kind = Collective::kReduceScatter, .dtype = DataType::kInt64, .op = ReduceOp::kProd, .count = 999,
                    .dist = {DistKind::kRandomBytes, 1}});
   return cases;
 }
@@ -104,7 +104,7 @@ TEST(Collectives, SharedMemoryAndSmallBlocksWithManyBlocksPerChunk) {
   options.pipeline_block_bytes = 16 << 10;  // 60 blocks per chunk: every link pipelines deeply
   options.block_bytes = 8 << 10;
   std::vector<CollectiveCase> cases;
-  for (OperationKind kind : kKinds) {
+  for (Collective kind : kKinds) {
     for (CompressionMode mode : {CompressionMode::kOn, CompressionMode::kOff}) {
       cases.push_back({.kind = kind, .dtype = DataType::kBFloat16, .count = 4 * 120'001, .root = 1, .mode = mode});
     }
@@ -119,8 +119,8 @@ TEST(Collectives, GroupsMixCollectivesAndPointToPoint) {
     if (!comm.ok()) return comm.status();
     Communicator& c = **comm;
     const int world = c.size(), rank = c.rank();
-    const CollectiveCase reduce{.kind = OperationKind::kAllReduce, .dtype = DataType::kBFloat16, .count = 90'001};
-    const CollectiveCase gather{.kind = OperationKind::kAllGather, .dtype = DataType::kFloat32, .count = 30'000};
+    const CollectiveCase reduce{.kind = Collective::kAllReduce, .dtype = DataType::kBFloat16, .count = 90'001};
+    const CollectiveCase gather{.kind = Collective::kAllGather, .dtype = DataType::kFloat32, .count = 30'000};
     std::vector<uint8_t> reduce_in = CaseInput(reduce, world, rank, 1), gather_in = CaseInput(gather, world, rank, 2);
     std::vector<uint8_t> reduce_out(reduce_in.size()), gather_out(gather_in.size() * world);
     std::vector<uint8_t> p2p_out(4000), p2p_in = GenerateTensor(DataType::kFloat16, 2000, {DistKind::kGaussian, 1}, rank);

@@ -1,0 +1,254 @@
+// ucclzip-bench allreduce | allgather | reducescatter | broadcast: the collectives in
+// nccl-tests' conventions (its flags, its columns, its size and bus-bandwidth definitions),
+// with compression modes taking turns iteration by iteration so that drift affects all alike.
+//
+//   size: nccl-tests' "size": the bytes of count x type for allreduce and broadcast, the whole
+//         gathered buffer for allgather, the whole input for reducescatter.
+//   time: the median over --iters of the slowest rank's time for one call.
+//   busbw = algbw x factor: allreduce 2(n-1)/n; allgather and reducescatter (n-1)/n; broadcast 1.
+//   ratio: user bytes over wire bytes of what every rank sent in that mode.
+//   #wrong: with -c 1, each mode runs once more into a cleared buffer, whose bytes are compared
+//         with the reference computed on the CPU in the documented order.
+// Public API only: the ranks exchange their timings through the collectives themselves.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "absl/flags/flag.h"
+#include "absl/strings/str_cat.h"
+#include "bench_cli.h"
+#include "bench_registry.h"
+#include "collective_reference.h"
+#include "pipeline_bench_util.h"
+#include "rank_launcher.h"
+#include "tensor_gen.h"
+#include "ucclzip/communicator.h"
+
+namespace ucclzip::bench {
+namespace {
+
+using testing::Collective;
+using testing::CollectiveShape;
+
+constexpr absl::Duration kWait = absl::Minutes(5);
+constexpr uint64_t kDefaultMinBytes = 32 << 20, kDefaultMaxBytes = 32 << 20;
+
+Collective g_kind = Collective::kAllReduce;
+
+double BusFactor(Collective kind, int world) {
+  switch (kind) {
+    case Collective::kAllReduce: return 2.0 * (world - 1) / world;
+    case Collective::kAllGather:
+    case Collective::kReduceScatter: return double(world - 1) / world;
+    case Collective::kBroadcast: return 1;
+  }
+  return 1;
+}
+
+// NCCL's count for a size in nccl-tests' sense.
+uint64_t CountOf(Collective kind, uint64_t bytes, DataType dtype, int world) {
+  const uint64_t elements = bytes / ElementSize(dtype);
+  return kind == Collective::kAllGather || kind == Collective::kReduceScatter ? elements / world : elements;
+}
+
+Operation Call(Communicator& comm, const CollectiveShape& shape, const void* send, void* recv, CompressionMode mode) {
+  const CollectiveOptions options{.compression = mode};
+  switch (shape.kind) {
+    case Collective::kAllReduce: return comm.AllReduce(send, recv, shape.count, shape.dtype, shape.op, nullptr, options);
+    case Collective::kAllGather: return comm.AllGather(send, recv, shape.count, shape.dtype, nullptr, options);
+    case Collective::kReduceScatter:
+      return comm.ReduceScatter(send, recv, shape.count, shape.dtype, shape.op, nullptr, options);
+    case Collective::kBroadcast: return comm.Broadcast(send, recv, shape.count, shape.dtype, shape.root, nullptr, options);
+  }
+  return Operation();
+}
+
+// Every rank's values, through an uncompressed allgather of doubles.
+absl::StatusOr<std::vector<double>> GatherDoubles(Communicator& comm, const std::vector<double>& mine) {
+  std::vector<double> all(mine.size() * comm.size());
+  absl::Status status = comm.AllGather(mine.data(), all.data(), mine.size(), DataType::kFloat64, nullptr,
+                                       CollectiveOptions{.compression = CompressionMode::kOff})
+                            .Wait(kWait);
+  if (!status.ok()) return status;
+  return all;
+}
+
+double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values.empty() ? 0 : values[values.size() / 2];
+}
+
+struct ModeResult {
+  double time_us = 0;  // median of the slowest rank's times
+  double ratio = 1;
+  uint64_t wrong = 0;
+};
+
+absl::StatusOr<std::vector<ModeResult>> MeasureSize(Communicator& comm, const CollectiveShape& shape, bool device,
+                                                    const std::vector<CompressionMode>& modes,
+                                                    const testing::Distribution& dist, bool check) {
+  const int rank = comm.rank(), world = comm.size();
+  auto input_of = [&](int r) { return testing::GenerateTensor(shape.dtype, SendElements(shape), dist, 1000 + r); };
+  const std::vector<uint8_t> input = input_of(rank);
+  absl::StatusOr<std::unique_ptr<TensorBuffer>> send = TensorBuffer::Create(input, device);
+  if (!send.ok()) return send.status();
+  absl::StatusOr<std::unique_ptr<TensorBuffer>> recv =
+      TensorBuffer::Create(std::vector<uint8_t>(RecvElements(shape) * ElementSize(shape.dtype)), device);
+  if (!recv.ok()) return recv.status();
+  const int warmup = WarmupIterations(), iterations = Iterations();
+  std::vector<std::vector<double>> times(modes.size());
+  std::vector<double> payload(modes.size(), 0), wire(modes.size(), 0);
+  for (int i = 0; i < warmup + iterations; ++i) {
+    for (size_t turn = 0; turn < modes.size(); ++turn) {
+      const size_t m = (turn + i) % modes.size();
+      const CommunicatorStats before = comm.stats();
+      const absl::Time start = absl::Now();
+      if (absl::Status s = Call(comm, shape, (*send)->data(), (*recv)->data(), modes[m]).Wait(kWait); !s.ok()) return s;
+      const double elapsed = absl::ToDoubleMicroseconds(absl::Now() - start);
+      if (i < warmup) continue;
+      times[m].push_back(elapsed);
+      const CommunicatorStats after = comm.stats();
+      payload[m] += after.payload_bytes_sent - before.payload_bytes_sent;
+      wire[m] += after.wire_bytes_sent - before.wire_bytes_sent;
+    }
+  }
+  std::vector<double> wrong(modes.size(), 0);
+  if (check) {
+    std::vector<std::vector<uint8_t>> inputs;
+    for (int r = 0; r < world; ++r) inputs.push_back(r == rank ? input : input_of(r));
+    const std::vector<uint8_t> want = testing::ReferenceOutput(shape, inputs, rank);
+    for (size_t m = 0; m < modes.size(); ++m) {
+      (*recv)->Clear();
+      if (absl::Status s = Call(comm, shape, (*send)->data(), (*recv)->data(), modes[m]).Wait(kWait); !s.ok()) return s;
+      wrong[m] = static_cast<double>((*recv)->CountWrong(want));
+    }
+  }
+  // Per rank and mode: its median time, wrong bytes, payload and wire bytes.
+  std::vector<double> mine;
+  for (size_t m = 0; m < modes.size(); ++m) {
+    mine.insert(mine.end(), {Median(times[m]), wrong[m], payload[m], wire[m]});
+  }
+  absl::StatusOr<std::vector<double>> all = GatherDoubles(comm, mine);
+  if (!all.ok()) return all.status();
+  std::vector<ModeResult> results(modes.size());
+  for (size_t m = 0; m < modes.size(); ++m) {
+    double total_payload = 0, total_wire = 0;
+    for (int r = 0; r < world; ++r) {
+      const double* row = all->data() + r * mine.size() + m * 4;
+      results[m].time_us = std::max(results[m].time_us, row[0]);
+      results[m].wrong += static_cast<uint64_t>(row[1]);
+      total_payload += row[2];
+      total_wire += row[3];
+    }
+    results[m].ratio = total_wire > 0 ? total_payload / total_wire : 1;
+  }
+  return results;
+}
+
+absl::Status RunRank() {
+  absl::StatusOr<BootstrapConfig> bootstrap = BootstrapConfigFromEnvironment();
+  if (!bootstrap.ok()) return bootstrap.status();
+  const std::string memory = absl::GetFlag(FLAGS_memory);
+  if (memory != "host" && memory != "device") return absl::InvalidArgumentError("--memory must be host or device");
+  const bool device = memory == "device";
+  if (device) {
+    int devices = 0;
+    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+      return absl::FailedPreconditionError("--memory device needs a CUDA device");
+    }
+    cudaSetDevice(std::max(bootstrap->local_rank, 0) % devices);
+  }
+  absl::StatusOr<DataType> dtype = ParseDataType(DataTypeFlag());
+  if (!dtype.ok()) return dtype.status();
+  absl::StatusOr<ReduceOp> op = ParseReduceOp(ReduceOpFlag());
+  if (!op.ok()) return op.status();
+  const std::string compress = absl::GetFlag(FLAGS_compress).empty() ? "off,on" : absl::GetFlag(FLAGS_compress);
+  absl::StatusOr<std::vector<CompressionMode>> modes = ParseCompressionList(compress);
+  if (!modes.ok()) return modes.status();
+  absl::StatusOr<testing::Distribution> dist = testing::ParseDistribution(absl::GetFlag(FLAGS_dist));
+  if (!dist.ok()) return dist.status();
+  CommunicatorConfig config{.bootstrap = *bootstrap};
+  config.options.ucx_transports = absl::GetFlag(FLAGS_tls);
+  config.options.pipeline_block_bytes = absl::GetFlag(FLAGS_pipeline_block).bytes;
+  absl::StatusOr<std::unique_ptr<Communicator>> communicator = Communicator::Create(config);
+  if (!communicator.ok()) return communicator.status();
+  Communicator& comm = **communicator;
+  const int world = comm.size(), root = RootFlag();
+  if (root < 0 || root >= world) return absl::InvalidArgumentError(absl::StrCat("-r ", root, " is not a rank of ", world));
+  const bool json = absl::GetFlag(FLAGS_json), report = comm.rank() == 0, check = CheckFlag();
+  const std::string tls = config.options.ucx_transports.empty() ? "default" : config.options.ucx_transports;
+  const char* name = testing::CollectiveName(g_kind);
+  const bool reduces = g_kind == Collective::kAllReduce || g_kind == Collective::kReduceScatter;
+  if (report && !json) {
+    std::printf("# ucclzip-bench %s: %d ranks, %s memory%s, UCX_TLS=%s, %s, %zu-byte pipeline blocks, compress %s "
+                "(taking turns), iters %d, warmup %d, check %d\n",
+                name, world, memory.c_str(), device ? (comm.device_memory_direct() ? " (direct)" : " (staged)") : "",
+                tls.c_str(), dist->Name().c_str(), config.options.pipeline_block_bytes, compress.c_str(), Iterations(),
+                WarmupIterations(), check ? 1 : 0);
+    std::printf("#%11s %12s %8s %6s %5s %8s %11s %11s %11s %7s %7s %8s\n", "size", "count", "type", "redop", "root",
+                "compress", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong", "ratio", "vs first");
+  }
+  std::vector<double> busbw_sum(modes->size(), 0);
+  int sizes = 0;
+  const uint64_t max_bytes = MaxBytes(kDefaultMaxBytes);
+  for (uint64_t bytes = MinBytes(kDefaultMinBytes); bytes <= max_bytes; bytes = NextSize(bytes)) {
+    const CollectiveShape shape{g_kind, *dtype, *op, CountOf(g_kind, bytes, *dtype, world), root, world};
+    absl::StatusOr<std::vector<ModeResult>> results = MeasureSize(comm, shape, device, *modes, *dist, check);
+    if (!results.ok()) return results.status();
+    ++sizes;
+    for (size_t m = 0; m < modes->size(); ++m) {
+      const ModeResult& r = (*results)[m];
+      const double algbw = r.time_us > 0 ? bytes / r.time_us / 1e3 : 0, busbw = algbw * BusFactor(g_kind, world);
+      const double vs_first = r.time_us > 0 ? (*results)[0].time_us / r.time_us : 0;
+      busbw_sum[m] += busbw;
+      if (!report) continue;
+      const char* redop = reduces ? ReduceOpName(*op) : "none";
+      const int shown_root = g_kind == Collective::kBroadcast ? root : -1;
+      if (json) {
+        std::printf("{\"bench\":\"%s\",\"size\":%llu,\"count\":%llu,\"type\":\"%s\",\"redop\":\"%s\",\"root\":%d,"
+                    "\"compress\":\"%s\",\"time_us\":%.2f,\"algbw_GBps\":%.4f,\"busbw_GBps\":%.4f,\"wrong\":%llu,"
+                    "\"ratio\":%.4f,\"vs_first\":%.4f,\"first\":\"%s\",\"ranks\":%d,\"memory\":\"%s\",\"tls\":\"%s\","
+                    "\"dist\":\"%s\",\"pipeline_block\":%zu}\n",
+                    name, static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(shape.count),
+                    DataTypeName(*dtype), redop, shown_root, CompressionName((*modes)[m]), r.time_us, algbw, busbw,
+                    static_cast<unsigned long long>(r.wrong), r.ratio, vs_first, CompressionName((*modes)[0]), world,
+                    memory.c_str(), tls.c_str(), dist->Name().c_str(), config.options.pipeline_block_bytes);
+      } else {
+        std::printf("%12llu %12llu %8s %6s %5d %8s %11.1f %11.3f %11.3f %7llu %7.3f %7.3fx\n",
+                    static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(shape.count),
+                    DataTypeName(*dtype), redop, shown_root, CompressionName((*modes)[m]), r.time_us, algbw, busbw,
+                    static_cast<unsigned long long>(r.wrong), r.ratio, vs_first);
+      }
+    }
+    std::fflush(stdout);
+  }
+  if (report && !json) {
+    for (size_t m = 0; m < modes->size(); ++m) {
+      std::printf("# Avg bus bandwidth    : %.3f  (compress %s)\n", sizes > 0 ? busbw_sum[m] / sizes : 0,
+                  CompressionName((*modes)[m]));
+    }
+  }
+  return absl::OkStatus();
+}
+
+int CollectiveMain(Collective kind) {
+  g_kind = kind;
+  return RunRankOrLaunch(testing::CollectiveName(kind), absl::GetFlag(FLAGS_ranks), RunRank);
+}
+
+const RegisterSubcommand kAllReduce("allreduce", "ring allreduce in nccl-tests' columns, modes taking turns",
+                                    [](const std::vector<std::string>&) { return CollectiveMain(Collective::kAllReduce); });
+const RegisterSubcommand kAllGather("allgather", "ring allgather in nccl-tests' columns, modes taking turns",
+                                    [](const std::vector<std::string>&) { return CollectiveMain(Collective::kAllGather); });
+const RegisterSubcommand kReduceScatter("reducescatter", "ring reduce-scatter in nccl-tests' columns, modes taking turns",
+                                        [](const std::vector<std::string>&) {
+                                          return CollectiveMain(Collective::kReduceScatter);
+                                        });
+const RegisterSubcommand kBroadcast("broadcast", "chain broadcast in nccl-tests' columns, modes taking turns",
+                                    [](const std::vector<std::string>&) { return CollectiveMain(Collective::kBroadcast); });
+
+}  // namespace
+}  // namespace ucclzip::bench

@@ -1,0 +1,23 @@
+// The arithmetic of ucclzip's reducing collectives, on the CPU: what one hop of a ring does
+// to two buffers. With the fixed order of docs/COLLECTIVES.md it lets a caller compute the
+// exact bits a ReduceScatter or AllReduce returns (the benchmarks check results this way).
+//
+// bf16, fp16 and fp8 are widened to fp32 exactly, combined in fp32 and rounded once to
+// nearest even (fp8 e4m3 saturates at +-448; the other types overflow to infinity); fp32 and
+// fp64 combine in their own type; any NaN result is the type's canonical quiet NaN; min and
+// max return NaN if either operand is, and the received operand on ties; integers wrap, and
+// avg's division truncates towards zero.
+#pragma once
+
+#include <cstdint>
+
+#include "ucclzip/types.h"
+
+namespace ucclzip {
+
+// out[i] = received[i] op local[i], then divided by `divisor` (kAvg passes the world size on
+// the last hop and combines as a sum before it; 1 elsewhere). `out` may be either input.
+void ReduceOnHost(DataType dtype, ReduceOp op, const void* received, const void* local, void* out, uint64_t count,
+                  uint32_t divisor = 1);
+
+}  // namespace ucclzip
