@@ -34,7 +34,7 @@ TEST_P(CollectivesDevice, EveryOperationAndTypeMatchesTheReference) {
                            DataType::kFloat8E5M2, DataType::kInt32, DataType::kUint8, DataType::kInt64, DataType::kFloat64}) {
       for (CompressionMode mode : {CompressionMode::kOn, CompressionMode::kOff}) {
         const ReduceOp op = dtype == DataType::kFloat8E4M3 ? ReduceOp::kMax : ReduceOp::kAvg;
-        cases.push_back({.kind = kind, .dtype = dtype, .op = op, .count = 1'500'001, .root = world - 1, .mode = mode,
+        cases.push_back({.kind = kind, .dtype = dtype, .op = op, .count = 600'001, .root = world - 1, .mode = mode,
                          .dist = {DistKind::kGaussian, 0.02}});
       }
     }
@@ -63,6 +63,33 @@ INSTANTIATE_TEST_SUITE_P(, CollectivesDevice,
                          [](const auto& info) {
                            return absl::StrCat(std::get<0>(info.param), "ranks_", std::get<1>(info.param) == "tcp" ? "tcp" : "shm");
                          });
+
+// Small enough for compute-sanitizer (scripts/gpu-run SANITIZE=CollectivesDeviceSmall.*): many
+// 64 KB blocks per chunk, every operation, compressed and not, a reduction in each width.
+TEST(CollectivesDeviceSmall, ManyBlocksEveryOperation) {
+  UCCLZIP_SKIP_WITHOUT_GPU();
+  std::vector<CollectiveCase> cases;
+  for (Collective kind : {Collective::kAllGather, Collective::kReduceScatter, Collective::kAllReduce, Collective::kBroadcast}) {
+    for (CompressionMode mode : {CompressionMode::kOn, CompressionMode::kOff}) {
+      cases.push_back({.kind = kind, .dtype = DataType::kBFloat16, .count = 100'003, .root = 2, .mode = mode});
+      cases.push_back({.kind = kind, .dtype = DataType::kFloat32, .op = ReduceOp::kAvg, .count = 30'001, .root = 1, .mode = mode});
+    }
+    cases.push_back({.kind = kind, .dtype = DataType::kInt64, .op = ReduceOp::kMax, .count = 9'001, .in_place = true,
+                     .dist = {DistKind::kRandomBytes, 1}});
+  }
+  ExpectRanksSucceeded(RunRanks({.world_size = 3, .kill_after = absl::Seconds(280)}, [&](const RankContext& context) -> absl::Status {
+    if (cudaSetDevice(0) != cudaSuccess) return absl::InternalError("cudaSetDevice");
+    transport::TransportOptions options = DeviceOptions("tcp");
+    options.pipeline_block_bytes = 64 << 10;
+    options.block_bytes = 32 << 10;
+    auto comm = CreateCommunicator(context, options);
+    if (!comm.ok()) return comm.status();
+    for (size_t i = 0; i < cases.size(); ++i) {
+      if (absl::Status s = RunAndCheck(**comm, cases[i], i, true); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }));
+}
 
 TEST(CollectivesDeviceGroups, SendsToPeersThatDependOnEachOtherDoNotDeadlock) {
   UCCLZIP_SKIP_WITHOUT_GPU();

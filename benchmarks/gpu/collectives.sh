@@ -1,0 +1,66 @@
+#!/usr/bin/env bash
+# Collective targets on the GPU machine (issue 8): 4 processes on the one GPU, device memory
+# (staged through pinned memory unless UCX takes CUDA memory), over UCX tcp and shared memory,
+# bf16 Gaussian sigma 0.02, 256 MB send buffer per rank, compression off, on and auto taking
+# turns in every run; broadcast also with 2 ranks (a send to one, for the 3-receiver target);
+# ucx_perftest tag_bw at 256 MB in the same run (for the ring's efficiency target).
+#   BUILD   build folder (default: build)     ITERS  timed iterations (default 5)
+#   RANKS   ranks (default 4)                 CASE_TIMEOUT  seconds per case (default 300)
+#   COLLECTIVES  operations to run (default: all four)
+set -uo pipefail
+bench="${BUILD:-build}/benchmarks/ucclzip-bench"
+OUT=${OUT:?set OUT to the folder for the logs}
+mkdir -p "$OUT"
+iters=${ITERS:-5}
+ranks=${RANKS:-4}
+limit=${CASE_TIMEOUT:-300}
+declare -A transports=([tcp]=tcp [shm]=posix,sysv)
+summary="$OUT/collectives-summary.jsonl"
+: >"$summary"
+source "$(dirname "$0")/perftest.bash"
+
+# run OP RANKS SIZE TLSNAME: one nccl-tests-style run, its JSON lines tagged and appended.
+run() {
+  local op=$1 n=$2 size=$3 name=$4
+  local log="$OUT/$op-$n-$name"
+  timeout -k 10 "$limit" "$bench" "$op" --ranks "$n" --memory device --tls "${transports[$name]}" \
+    --compress off,on,auto -b "$size" -e "$size" -n "$iters" -w 2 -c 1 -r 0 --dist gaussian:0.02 --json \
+    >"$log.jsonl" 2>"$log.err" || echo "$op $n ranks $name: failed (rc $?): $(tail -c 300 "$log.err")"
+  sed "s/^{/{\"tls_name\":\"$name\",/" "$log.jsonl" >>"$summary"
+}
+
+for name in tcp shm; do
+  perftest "$name" "${transports[$name]}" tag_bw 268435456 "${PERFTEST_ITERS:-40}" |
+    awk -v n="$name" '{printf "{\"tls_name\":\"%s\",\"bench\":\"ucx_perftest\",\"size\":268435456,\"busbw_GBps\":%.4f}\n", n, $7 * 1048576 / 1e9}' \
+      >>"$summary"
+  for op in ${COLLECTIVES:-allreduce allgather reducescatter broadcast}; do
+    # 256 MB per rank: nccl-tests' size is the whole gathered buffer for allgather.
+    size=256M
+    [[ $op == allgather ]] && size=$((256 * ranks))M
+    run "$op" "$ranks" "$size" "$name"
+    [[ $op == broadcast ]] && run broadcast 2 256M "$name"
+  done
+done
+
+python3 - "$summary" "$ranks" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+ranks = int(sys.argv[2])
+perf = {r["tls_name"]: r["busbw_GBps"] for r in rows if r["bench"] == "ucx_perftest"}
+print(f"{'op':13} {'ranks':>5} {'tls':4} {'mode':5} {'time(ms)':>9} {'busbw':>8} {'ratio':>6} {'vs off':>7} {'#wrong':>6}")
+for r in rows:
+    if r["bench"] == "ucx_perftest":
+        continue
+    base = next(x for x in rows if x.get("bench") == r["bench"] and x.get("ranks") == r["ranks"]
+                and x["tls_name"] == r["tls_name"] and x.get("compress") == "off")
+    print(f"{r['bench']:13} {r['ranks']:5} {r['tls_name']:4} {r['compress']:5} {r['time_us'] / 1e3:9.1f} "
+          f"{r['busbw_GBps']:8.3f} {r['ratio']:6.3f} {base['time_us'] / r['time_us']:6.2f}x {r['wrong']:6}")
+for name, bw in perf.items():
+    off = [r for r in rows if r["bench"] == "allreduce" and r["tls_name"] == name and r.get("compress") == "off"]
+    share = f"{100 * off[0]['busbw_GBps'] / bw:.0f} %" if off and bw else "-"
+    print(f"ucx_perftest tag_bw 256 MB over {name}: {bw:.3f} GB/s; uncompressed allreduce busbw is {share} of it")
+for name in perf:
+    b = {r["ranks"]: r["time_us"] for r in rows if r["bench"] == "broadcast" and r["tls_name"] == name and r["compress"] == "on"}
+    if ranks in b and 2 in b:
+        print(f"broadcast over {name}, compressed: {ranks - 1} receivers take {b[ranks] / b[2]:.2f}x the time of one")
+PY

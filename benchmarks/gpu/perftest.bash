@@ -1,0 +1,20 @@
+# Sourced by the GPU benchmark scripts (not itself one: gpu-run runs the *.sh files).
+# ucx_perftest: the server (no host argument) waits on a port; the client connects and reports.
+# Prints the client's "Final:" line: iterations, 50%ile/avg/overall latency (us), avg/overall
+# bandwidth (MB/s, MB = 2^20), avg/overall message rate.
+perftest() {
+  local name=$1 tls=$2 test=$3 size=$4 n=$5
+  local port=$((20000 + RANDOM % 20000))
+  UCX_TLS=$tls ucx_perftest -t "$test" -s "$size" -n "$n" -p "$port" >"$OUT/perftest-$name-$test-server.log" 2>&1 &
+  local server=$!
+  local client_rc=1
+  for _ in $(seq 50); do  # the server needs a moment to listen
+    sleep 0.1
+    if UCX_TLS=$tls ucx_perftest 127.0.0.1 -t "$test" -s "$size" -n "$n" -p "$port" \
+         >"$OUT/perftest-$name-$test.log" 2>&1; then client_rc=0; break; fi
+  done
+  wait "$server" || true
+  [[ $client_rc == 0 ]] || { echo "ucx_perftest $test over $name failed, see $OUT/perftest-$name-$test.log" >&2; return 1; }
+  grep '^Final:' "$OUT/perftest-$name-$test.log"
+}
+
