@@ -54,8 +54,11 @@ absl::Status RunAndCheck(Communicator& comm, const CollectiveCase& c, uint64_t s
   uint8_t* base = host.data();
   void* device_base = nullptr;
   if (device) {
+    // A copy from pageable memory may return before its DMA has landed; the call below is
+    // ordered only after `stream`, so the upload must be complete first.
     if (cudaMalloc(&device_base, host.size()) != cudaSuccess ||
-        cudaMemcpy(device_base, host.data(), host.size(), cudaMemcpyHostToDevice) != cudaSuccess) {
+        cudaMemcpy(device_base, host.data(), host.size(), cudaMemcpyHostToDevice) != cudaSuccess ||
+        cudaDeviceSynchronize() != cudaSuccess) {
       return absl::InternalError("device buffers");
     }
     base = static_cast<uint8_t*>(device_base);

@@ -112,6 +112,15 @@ TEST(Collectives, SharedMemoryAndSmallBlocksWithManyBlocksPerChunk) {
   RunCases(4, cases, options);
 }
 
+// Host memory through the transport's staging pipeline (as device memory goes where UCX does not
+// take it), so that CI covers the staged path's small, empty and adjacent messages too.
+TEST(Collectives, StagedTransportPath) {
+  transport::TransportOptions options = PipelineOptions();
+  options.stage_host_memory = true;
+  options.staging_pool_bytes = 2 << 20;
+  RunCases(3, SizeCases(3), options);
+}
+
 // A group may hold collectives and point-to-point calls together; each keeps its order.
 TEST(Collectives, GroupsMixCollectivesAndPointToPoint) {
   ExpectRanksSucceeded(RunRanks({.world_size = 3}, [&](const RankContext& context) -> absl::Status {
