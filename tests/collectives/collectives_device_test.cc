@@ -91,6 +91,32 @@ TEST(CollectivesDeviceSmall, ManyBlocksEveryOperation) {
   }));
 }
 
+// The smallest run that still crosses every path (frames, plain blocks, forwarding, reduction,
+// several blocks a chunk), for compute-sanitizer's memcheck, under which every kernel launch
+// costs a great deal: scripts/gpu-run SANITIZE=CollectivesDeviceSanitized.*.
+TEST(CollectivesDeviceSanitized, TwoRanksEveryOperation) {
+  UCCLZIP_SKIP_WITHOUT_GPU();
+  std::vector<CollectiveCase> cases;
+  for (Collective kind : {Collective::kAllGather, Collective::kReduceScatter, Collective::kAllReduce, Collective::kBroadcast}) {
+    for (CompressionMode mode : {CompressionMode::kOn, CompressionMode::kOff}) {
+      cases.push_back({.kind = kind, .dtype = DataType::kBFloat16, .count = 6'001, .root = 1, .mode = mode});
+    }
+    cases.push_back({.kind = kind, .dtype = DataType::kFloat32, .op = ReduceOp::kAvg, .count = 3'001, .in_place = true});
+  }
+  ExpectRanksSucceeded(RunRanks({.world_size = 2, .kill_after = absl::Seconds(280)}, [&](const RankContext& context) -> absl::Status {
+    if (cudaSetDevice(0) != cudaSuccess) return absl::InternalError("cudaSetDevice");
+    transport::TransportOptions options = DeviceOptions("tcp");
+    options.pipeline_block_bytes = 8 << 10;
+    options.block_bytes = 8 << 10;
+    auto comm = CreateCommunicator(context, options);
+    if (!comm.ok()) return comm.status();
+    for (size_t i = 0; i < cases.size(); ++i) {
+      if (absl::Status s = RunAndCheck(**comm, cases[i], i, true); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }));
+}
+
 TEST(CollectivesDeviceGroups, SendsToPeersThatDependOnEachOtherDoNotDeadlock) {
   UCCLZIP_SKIP_WITHOUT_GPU();
   ExpectRanksSucceeded(RunRanks({.world_size = 3}, [&](const RankContext& context) -> absl::Status {
