@@ -38,6 +38,7 @@ Operation Communicator::AllGather(const void* sendbuff, void* recvbuff, size_t s
       .name = collectives::OperationName(rank(), pipeline::OperationKind::kAllGather, sendcount, dtype, ReduceOp::kSum, -1),
       .sendbuff = sendbuff,
       .recvbuff = recvbuff,
+      .count = sendcount,
       .send_elements = sendcount,
       .recv_elements = sendcount * size(),
       .in_place_offset = int64_t(rank()) * int64_t(sendcount),

@@ -14,8 +14,6 @@ using pipeline::Chunk;
 using pipeline::Schedule;
 using pipeline::SendStep;
 
-void AppendRingReduceScatter(Schedule& schedule, int rank, int size, const std::vector<ChunkLayout>& chunks, Chunk result);
-
 Schedule RingAllReduce(int rank, int size, uint64_t count, ReduceOp op, bool in_place) {
   Schedule schedule{.kind = pipeline::OperationKind::kAllReduce, .op = op, .count = count, .name = "allreduce"};
   if (size == 1) {
@@ -50,6 +48,7 @@ Operation Communicator::AllReduce(const void* sendbuff, void* recvbuff, size_t c
       .name = collectives::OperationName(rank(), pipeline::OperationKind::kAllReduce, count, dtype, op, -1),
       .sendbuff = sendbuff,
       .recvbuff = recvbuff,
+      .count = count,
       .send_elements = count,
       .recv_elements = count,
       .dtype = dtype,

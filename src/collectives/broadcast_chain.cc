@@ -49,6 +49,7 @@ Operation Communicator::Broadcast(const void* sendbuff, void* recvbuff, size_t c
       .name = collectives::OperationName(rank(), pipeline::OperationKind::kBroadcast, count, dtype, ReduceOp::kSum, root),
       .sendbuff = is_root ? sendbuff : nullptr,
       .recvbuff = recvbuff,
+      .count = count,
       .send_elements = is_root ? count : 0,
       .recv_elements = count,
       .dtype = dtype,

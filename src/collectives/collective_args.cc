@@ -48,8 +48,8 @@ absl::Status CheckArgs(const CollectiveArgs& args) {
   }
   const size_t width = ElementSize(args.dtype);
   const uint64_t limit = std::numeric_limits<uint64_t>::max() / width / static_cast<uint64_t>(args.world_size);
-  if (args.send_elements > limit || args.recv_elements > limit) {
-    return invalid(args.send_elements, " and ", args.recv_elements, " elements overflow a 64-bit byte count");
+  if (args.count > limit) {
+    return invalid(args.count, " elements on each of ", args.world_size, " ranks overflow a 64-bit byte count");
   }
   if ((args.send_elements > 0 && args.sendbuff == nullptr) || (args.recv_elements > 0 && args.recvbuff == nullptr)) {
     return invalid("null buffer (sendbuff 0x", Address(args.sendbuff), ", recvbuff 0x", Address(args.recvbuff), ")");

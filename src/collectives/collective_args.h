@@ -18,6 +18,7 @@ struct CollectiveArgs {
   std::string name;  // "rank 2: allreduce (1000 elements of bf16, sum)"
   const void* sendbuff = nullptr;
   const void* recvbuff = nullptr;
+  uint64_t count = 0;          // the caller's count (at most world_size times it is read or written)
   uint64_t send_elements = 0;  // what the operation reads of sendbuff
   uint64_t recv_elements = 0;  // what it writes of recvbuff
   // sendbuff == recvbuff + in_place_offset elements is NCCL's in-place layout (negative where

@@ -25,8 +25,6 @@ std::vector<ChunkLayout> SplitEvenly(uint64_t count, int size) {
   return chunks;
 }
 
-// The reduce-scatter steps over `chunks` of the input, the result of chunk `rank` going to
-// `result`. Shared by reduce-scatter and allreduce (whose first half it is).
 void AppendRingReduceScatter(Schedule& schedule, int rank, int size, const std::vector<ChunkLayout>& chunks, Chunk result) {
   const int next = (rank + 1) % size, previous = (rank + size - 1) % size;
   auto input_chunk = [&](int c) { return Chunk{BufferRole::kInput, chunks[c].first, chunks[c].count}; };
@@ -71,6 +69,7 @@ Operation Communicator::ReduceScatter(const void* sendbuff, void* recvbuff, size
       .name = collectives::OperationName(rank(), pipeline::OperationKind::kReduceScatter, recvcount, dtype, op, -1),
       .sendbuff = sendbuff,
       .recvbuff = recvbuff,
+      .count = recvcount,
       .send_elements = recvcount * size(),
       .recv_elements = recvcount,
       .in_place_offset = -int64_t(rank()) * int64_t(recvcount),

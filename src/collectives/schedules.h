@@ -32,11 +32,17 @@ pipeline::Schedule RingAllReduce(int rank, int size, uint64_t count, ReduceOp op
 // rank acknowledges to the root with an empty message.
 pipeline::Schedule ChainBroadcast(int rank, int size, uint64_t count, int root, bool in_place);
 
-// Near-equal chunks of `count` over `size` ranks: the first count % size get one more.
+// A chunk of the caller's buffer: `count` elements from element `first`.
 struct ChunkLayout {
   uint64_t first;
   uint64_t count;
 };
+// Near-equal chunks of `count` over `size` ranks: the first count % size get one more.
 std::vector<ChunkLayout> SplitEvenly(uint64_t count, int size);
+
+// Appends the ring reduce-scatter's steps over `chunks` of the input, the result of chunk
+// `rank` going to `result`: reduce-scatter's schedule, and the first half of allreduce's.
+void AppendRingReduceScatter(pipeline::Schedule& schedule, int rank, int size, const std::vector<ChunkLayout>& chunks,
+                             pipeline::Chunk result);
 
 }  // namespace ucclzip::collectives

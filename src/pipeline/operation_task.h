@@ -182,6 +182,8 @@ class OperationTask {
   void PostSend(TaskContext& context, SendBlock& block, const void* data, uint64_t bytes, transport::MemoryType memory,
                 PartStream stream);
   RecvBlock* SourceBlock(const SendBlock& block);
+  // The envelope of a send block of this kind (frames: with its plan's layout).
+  Envelope BlockEnvelope(const SendBlock& block, BlockKind kind) const;
 
   // --- receiving (operation_task_recv.cc)
   bool AdvanceRecvs(TaskContext& context);

@@ -22,6 +22,22 @@ uint64_t ReadFrameBytes(const uint8_t* head) {
 
 }  // namespace
 
+Envelope OperationTask::BlockEnvelope(const SendBlock& block, BlockKind kind) const {
+  const SendStep& step = spec_.schedule.sends[block.step];
+  Envelope envelope = OperationEnvelope();
+  envelope.kind = kind;
+  envelope.block_index = block.index;
+  envelope.block_count = BlockCount(step.chunk.count, spec_.block_elements);
+  envelope.message_count = step.chunk.count;
+  envelope.block_elements = BlockElements(step.chunk.count, block.index);
+  if (kind == BlockKind::kFrame) {
+    envelope.raw_offset = block.plan.raw_offset;
+    envelope.raw_bytes = block.plan.raw_bytes;
+    envelope.coded_offset = block.plan.coded_offset;
+  }
+  return envelope;
+}
+
 OperationTask::RecvBlock* OperationTask::SourceBlock(const SendBlock& block) {
   const SendStep& step = spec_.schedule.sends[block.step];
   if (step.recv_step < 0) return nullptr;
@@ -132,15 +148,10 @@ void OperationTask::StartForward(TaskContext& context, SendBlock& block) {
 
 void OperationTask::StartPlain(TaskContext& context, SendBlock& block, const uint8_t* source) {
   const SendStep& step = spec_.schedule.sends[block.step];
-  Envelope envelope = OperationEnvelope();
-  envelope.kind = BlockKind::kPlain;
-  envelope.block_index = block.index;
-  envelope.block_count = BlockCount(step.chunk.count, spec_.block_elements);
-  envelope.message_count = step.chunk.count;
-  envelope.block_elements = BlockElements(step.chunk.count, block.index);
-  block.envelope = EncodeEnvelope(envelope);
+  block.envelope = EncodeEnvelope(BlockEnvelope(block, BlockKind::kPlain));
   PostSend(context, block, block.envelope.data(), kEnvelopeBytes, MemoryType::kHost, kEnvelopeStream);
-  PostSend(context, block, source, envelope.block_elements * ElementSize(spec_.dtype), spec_.memory, kRawStream);
+  PostSend(context, block, source, BlockElements(step.chunk.count, block.index) * ElementSize(spec_.dtype), spec_.memory,
+           kRawStream);
   ++context.stats->blocks_bypassed;
   block.stage = SendStage::kSending;
 }
@@ -158,16 +169,7 @@ void OperationTask::StartHostFrame(TaskContext& context, SendBlock& block, const
     RetireSend(context, block);
     return;
   }
-  Envelope envelope = OperationEnvelope();
-  envelope.kind = BlockKind::kFrame;
-  envelope.block_index = block.index;
-  envelope.block_count = BlockCount(step.chunk.count, spec_.block_elements);
-  envelope.message_count = step.chunk.count;
-  envelope.block_elements = elements;
-  envelope.raw_offset = block.plan.raw_offset;
-  envelope.raw_bytes = block.plan.raw_bytes;
-  envelope.coded_offset = block.plan.coded_offset;
-  block.envelope = EncodeEnvelope(envelope);
+  block.envelope = EncodeEnvelope(BlockEnvelope(block, BlockKind::kFrame));
   PostSend(context, block, block.envelope.data(), kEnvelopeBytes, MemoryType::kHost, kEnvelopeStream);
   PostSend(context, block, block.host_frame.get() + block.plan.raw_offset, block.plan.raw_bytes, MemoryType::kHost,
            kRawStream);
@@ -205,16 +207,7 @@ bool OperationTask::StartDeviceFrame(TaskContext& context, SendBlock& block, con
     RetireSend(context, block);
     return true;
   }
-  Envelope envelope = OperationEnvelope();
-  envelope.kind = BlockKind::kFrame;
-  envelope.block_index = block.index;
-  envelope.block_count = BlockCount(step.chunk.count, spec_.block_elements);
-  envelope.message_count = step.chunk.count;
-  envelope.block_elements = elements;
-  envelope.raw_offset = block.plan.raw_offset;
-  envelope.raw_bytes = block.plan.raw_bytes;
-  envelope.coded_offset = block.plan.coded_offset;
-  block.envelope = EncodeEnvelope(envelope);
+  block.envelope = EncodeEnvelope(BlockEnvelope(block, BlockKind::kFrame));
   PostSend(context, block, block.envelope.data(), kEnvelopeBytes, MemoryType::kHost, kEnvelopeStream);
   block.stage = SendStage::kEncoding;
   return true;

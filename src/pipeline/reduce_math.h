@@ -18,26 +18,16 @@
 
 namespace ucclzip::pipeline::reduce {
 
-UZ_HD float BitsToFloat(uint32_t bits) {
-  float value;
-  memcpy(&value, &bits, 4);
-  return value;
+// The bits of one type read as another of the same size.
+template <typename To, typename From>
+UZ_HD To BitCast(From value) {
+  static_assert(sizeof(To) == sizeof(From));
+  To out;
+  memcpy(&out, &value, sizeof(To));
+  return out;
 }
-UZ_HD uint32_t FloatToBits(float value) {
-  uint32_t bits;
-  memcpy(&bits, &value, 4);
-  return bits;
-}
-UZ_HD double BitsToDouble(uint64_t bits) {
-  double value;
-  memcpy(&value, &bits, 8);
-  return value;
-}
-UZ_HD uint64_t DoubleToBits(double value) {
-  uint64_t bits;
-  memcpy(&bits, &value, 8);
-  return bits;
-}
+UZ_HD float BitsToFloat(uint32_t bits) { return BitCast<float>(bits); }
+UZ_HD uint32_t FloatToBits(float value) { return BitCast<uint32_t>(value); }
 
 // A minifloat with `kExp` exponent and `kMan` mantissa bits (bias 2^(kExp-1)-1) to fp32, exactly.
 // `kHasInf`: the all-ones exponent is infinity/NaN (IEEE style); else only S.1111.111 is NaN (e4m3).
@@ -162,9 +152,9 @@ UZ_HD void ReduceElement(DataType dtype, ReduceOp op, uint32_t divisor, const ui
       uint64_t x, y;
       memcpy(&x, a, 8);
       memcpy(&y, b, 8);
-      double r = Combine(op, BitsToDouble(x), BitsToDouble(y));
+      double r = Combine(op, BitCast<double>(x), BitCast<double>(y));
       if (divisor != 1) r = r / static_cast<double>(divisor);
-      const uint64_t bits = r != r ? 0x7FF8000000000000ull : DoubleToBits(r);
+      const uint64_t bits = r != r ? 0x7FF8000000000000ull : BitCast<uint64_t>(r);
       memcpy(out, &bits, 8);
       return;
     }

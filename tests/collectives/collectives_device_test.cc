@@ -22,6 +22,22 @@ transport::TransportOptions DeviceOptions(const std::string& tls) {
   return options;
 }
 
+// Every case in turn on device buffers, one communicator per rank, every rank on device 0
+// (odd cases on a stream of their own, even ones on the default stream).
+void RunDeviceCases(int world, const transport::TransportOptions& options, const std::vector<CollectiveCase>& cases) {
+  ExpectRanksSucceeded(RunRanks({.world_size = world, .kill_after = absl::Seconds(280)}, [&](const RankContext& context) -> absl::Status {
+    if (cudaSetDevice(0) != cudaSuccess) return absl::InternalError("cudaSetDevice");
+    cudaStream_t stream;
+    if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) return absl::InternalError("stream");
+    auto comm = CreateCommunicator(context, options);
+    if (!comm.ok()) return comm.status();
+    for (size_t i = 0; i < cases.size(); ++i) {
+      if (absl::Status s = RunAndCheck(**comm, cases[i], i, true, i % 2 ? stream : nullptr); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }));
+}
+
 class CollectivesDevice : public ::testing::TestWithParam<std::tuple<int, std::string>> {};
 
 TEST_P(CollectivesDevice, EveryOperationAndTypeMatchesTheReference) {
@@ -44,17 +60,7 @@ TEST_P(CollectivesDevice, EveryOperationAndTypeMatchesTheReference) {
     cases.push_back({.kind = kind, .dtype = DataType::kFloat16, .op = ReduceOp::kMin, .count = 77'777, .root = 0,
                      .dist = {DistKind::kSpecialValues, 1}});
   }
-  ExpectRanksSucceeded(RunRanks({.world_size = world, .kill_after = absl::Seconds(280)}, [&](const RankContext& context) -> absl::Status {
-    if (cudaSetDevice(0) != cudaSuccess) return absl::InternalError("cudaSetDevice");
-    cudaStream_t stream;
-    if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) return absl::InternalError("stream");
-    auto comm = CreateCommunicator(context, DeviceOptions(tls));
-    if (!comm.ok()) return comm.status();
-    for (size_t i = 0; i < cases.size(); ++i) {
-      if (absl::Status s = RunAndCheck(**comm, cases[i], i, true, i % 2 ? stream : nullptr); !s.ok()) return s;
-    }
-    return absl::OkStatus();
-  }));
+  RunDeviceCases(world, DeviceOptions(tls), cases);
 }
 
 INSTANTIATE_TEST_SUITE_P(, CollectivesDevice,
@@ -77,18 +83,10 @@ TEST(CollectivesDeviceSmall, ManyBlocksEveryOperation) {
     cases.push_back({.kind = kind, .dtype = DataType::kInt64, .op = ReduceOp::kMax, .count = 3'001, .in_place = true,
                      .dist = {DistKind::kRandomBytes, 1}});
   }
-  ExpectRanksSucceeded(RunRanks({.world_size = 3, .kill_after = absl::Seconds(280)}, [&](const RankContext& context) -> absl::Status {
-    if (cudaSetDevice(0) != cudaSuccess) return absl::InternalError("cudaSetDevice");
-    transport::TransportOptions options = DeviceOptions("tcp");
-    options.pipeline_block_bytes = 64 << 10;
-    options.block_bytes = 32 << 10;
-    auto comm = CreateCommunicator(context, options);
-    if (!comm.ok()) return comm.status();
-    for (size_t i = 0; i < cases.size(); ++i) {
-      if (absl::Status s = RunAndCheck(**comm, cases[i], i, true); !s.ok()) return s;
-    }
-    return absl::OkStatus();
-  }));
+  transport::TransportOptions options = DeviceOptions("tcp");
+  options.pipeline_block_bytes = 64 << 10;
+  options.block_bytes = 32 << 10;
+  RunDeviceCases(3, options, cases);
 }
 
 // The smallest run that still crosses every path (frames, plain blocks, forwarding, reduction,
@@ -103,18 +101,10 @@ TEST(CollectivesDeviceSanitized, TwoRanksEveryOperation) {
     }
     cases.push_back({.kind = kind, .dtype = DataType::kFloat32, .op = ReduceOp::kAvg, .count = 3'001, .in_place = true});
   }
-  ExpectRanksSucceeded(RunRanks({.world_size = 2, .kill_after = absl::Seconds(280)}, [&](const RankContext& context) -> absl::Status {
-    if (cudaSetDevice(0) != cudaSuccess) return absl::InternalError("cudaSetDevice");
-    transport::TransportOptions options = DeviceOptions("tcp");
-    options.pipeline_block_bytes = 8 << 10;
-    options.block_bytes = 8 << 10;
-    auto comm = CreateCommunicator(context, options);
-    if (!comm.ok()) return comm.status();
-    for (size_t i = 0; i < cases.size(); ++i) {
-      if (absl::Status s = RunAndCheck(**comm, cases[i], i, true); !s.ok()) return s;
-    }
-    return absl::OkStatus();
-  }));
+  transport::TransportOptions options = DeviceOptions("tcp");
+  options.pipeline_block_bytes = 8 << 10;
+  options.block_bytes = 8 << 10;
+  RunDeviceCases(2, options, cases);
 }
 
 TEST(CollectivesDeviceGroups, SendsToPeersThatDependOnEachOtherDoNotDeadlock) {

@@ -19,12 +19,6 @@ namespace {
 
 
 
-transport::TransportOptions ShortTimeout() {
-  transport::TransportOptions options = PipelineOptions();
-  options.op_timeout = absl::Seconds(3);
-  options.shutdown_timeout = absl::Seconds(3);
-  return options;
-}
 
 struct Disagreement {
   std::string name;
@@ -38,7 +32,7 @@ class CollectiveDisagreement : public ::testing::TestWithParam<Disagreement> {};
 TEST_P(CollectiveDisagreement, RanksThatDisagreeFailWithBothValues) {
   const Disagreement d = GetParam();
   ExpectRanksSucceeded(RunRanks({.world_size = 3}, [&](const RankContext& context) -> absl::Status {
-    auto comm = CreateCommunicator(context, ShortTimeout());
+    auto comm = CreateCommunicator(context, ShortTimeoutOptions());
     if (!comm.ok()) return comm.status();
     const CollectiveCase& mine = context.rank == 1 ? d.odd : d.agreed;
     absl::Status status = RunAndCheck(**comm, mine, 3);
@@ -71,7 +65,7 @@ INSTANTIATE_TEST_SUITE_P(
 
 TEST(CollectiveErrors, BadArgumentsFailAtOnce) {
   ExpectRanksSucceeded(RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
-    auto comm = CreateCommunicator(context, ShortTimeout());
+    auto comm = CreateCommunicator(context, ShortTimeoutOptions());
     if (!comm.ok()) return comm.status();
     Communicator& c = **comm;
     std::vector<uint8_t> buffer(4096);
@@ -110,7 +104,7 @@ TEST(CollectiveErrors, ARankKilledDuringAnAllReduceFailsTheOthersNamingIt) {
   ExpectRanksSucceeded(
       RunRanks({.world_size = 4},
                [&](const RankContext& context) -> absl::Status {
-                 transport::TransportOptions options = ShortTimeout();
+                 transport::TransportOptions options = ShortTimeoutOptions();
                  options.op_timeout = absl::Seconds(5);
                  auto comm = CreateCommunicator(context, options);
                  if (!comm.ok()) return comm.status();

@@ -17,6 +17,13 @@ transport::TransportOptions PipelineOptions(const std::string& tls) {
   return options;
 }
 
+transport::TransportOptions ShortTimeoutOptions() {
+  transport::TransportOptions options = PipelineOptions();
+  options.op_timeout = absl::Seconds(3);
+  options.shutdown_timeout = absl::Seconds(3);
+  return options;
+}
+
 absl::Status ExpectSameBytes(const uint8_t* got, const uint8_t* want, size_t bytes, const std::string& what) {
   if (bytes == 0 || std::memcmp(got, want, bytes) == 0) return absl::OkStatus();
   size_t first = 0, wrong = 0;

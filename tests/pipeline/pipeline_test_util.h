@@ -17,6 +17,9 @@ namespace ucclzip::testing {
 // Small pipeline blocks (256 KB) over 64 KB transport blocks, compression on for every size.
 transport::TransportOptions PipelineOptions(const std::string& tls = "tcp");
 
+// The same with 3-second operation and shutdown timeouts, for tests of failures.
+transport::TransportOptions ShortTimeoutOptions();
+
 absl::Status ExpectSameBytes(const uint8_t* got, const uint8_t* want, size_t bytes, const std::string& what);
 
 // Waits (60 s) and adds `what` to a failure.

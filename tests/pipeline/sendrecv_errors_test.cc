@@ -10,12 +10,6 @@
 namespace ucclzip::testing {
 namespace {
 
-transport::TransportOptions ShortTimeout() {
-  transport::TransportOptions options = PipelineOptions();
-  options.op_timeout = absl::Seconds(3);
-  options.shutdown_timeout = absl::Seconds(3);
-  return options;
-}
 
 struct Mismatch {
   std::string name;
@@ -30,7 +24,7 @@ class PipelineMismatch : public ::testing::TestWithParam<Mismatch> {};
 TEST_P(PipelineMismatch, ReceiverGetsAClearErrorAndNothingIsWritten) {
   const Mismatch m = GetParam();
   ExpectRanksSucceeded(RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
-    auto comm = CreateCommunicator(context, ShortTimeout());
+    auto comm = CreateCommunicator(context, ShortTimeoutOptions());
     if (!comm.ok()) return comm.status();
     if (context.rank == 0) {
       std::vector<uint8_t> data = GenerateTensor(m.send_type, m.send_count, {DistKind::kGaussian, 1}, 5);
@@ -64,7 +58,7 @@ INSTANTIATE_TEST_SUITE_P(, PipelineMismatch,
 
 TEST(PipelineErrors, BadArgumentsFailAtOnceAndATimeoutFires) {
   ExpectRanksSucceeded(RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
-    auto comm = CreateCommunicator(context, ShortTimeout());
+    auto comm = CreateCommunicator(context, ShortTimeoutOptions());
     if (!comm.ok()) return comm.status();
     Communicator& c = **comm;
     uint32_t word = 0;
