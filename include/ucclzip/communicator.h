@@ -57,7 +57,7 @@ struct CommunicatorOptions {
   // Messages travel in blocks of this size; every rank must use the same.
   size_t block_bytes = size_t{4} << 20;
   // Pinned host memory for staging device buffers when UCX cannot take them (allocated once,
-  // on first use, half for sends and half for receives).
+  // on first use, half for sends and half for receives); at least one block per direction.
   size_t staging_pool_bytes = size_t{64} << 20;
   // UCX transports (UCX_TLS syntax: "tcp", "posix,sysv", "rc,cuda_copy", ...); empty keeps
   // UCX's choice, which honours UCX_TLS.

@@ -126,6 +126,7 @@ class OperationTask {
     DeviceSlot* slot = nullptr;
     bool slot_borrowed = false;  // the slot of the receive block this one re-encodes
     bool raw_posted = false;
+    bool metered = false;  // a plain block whose time the policy measures the link by
     uint64_t window_bytes = 0;  // taken from the send window while the block is in flight
     absl::Time codec_start;
     std::vector<std::shared_ptr<transport::Request>> requests;

@@ -25,11 +25,6 @@ absl::Status CheckOptions(const TransportOptions& options, int rank, int size) {
     return absl::InvalidArgumentError(absl::StrCat(context, ": world size ", size, " exceeds ", kMaxRanks));
   }
   if (options.block_bytes == 0) return absl::InvalidArgumentError(absl::StrCat(context, ": block_bytes is 0"));
-  if (options.staging_pool_bytes < 2 * options.block_bytes) {
-    return absl::InvalidArgumentError(absl::StrCat(context, ": staging pool of ", options.staging_pool_bytes,
-                                                   " bytes holds less than one ", options.block_bytes,
-                                                   "-byte block per direction"));
-  }
   if (options.op_timeout <= absl::ZeroDuration() || options.shutdown_timeout < absl::ZeroDuration()) {
     return absl::InvalidArgumentError(absl::StrCat(context, ": timeouts must be positive"));
   }

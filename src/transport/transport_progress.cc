@@ -136,7 +136,10 @@ absl::StatusOr<StagingPath*> Transport::StagingPathFor(MemoryType type, int devi
     }
     return path.get();
   }
-  const size_t blocks = std::max<size_t>(1, options_.staging_pool_bytes / options_.block_bytes / 2);
+  // A pool smaller than one block per direction is sized up to that: host memory is never
+  // staged, so the option only matters here, where the larger size is what works.
+  const size_t pool_bytes = std::max(options_.staging_pool_bytes, 2 * options_.block_bytes);
+  const size_t blocks = pool_bytes / options_.block_bytes / 2;
   std::unique_ptr<StagingEngine> engine;
   if (type == MemoryType::kHost) {
     engine = MakeHostStagingEngine();
@@ -146,7 +149,7 @@ absl::StatusOr<StagingPath*> Transport::StagingPathFor(MemoryType type, int devi
     engine = std::move(*cuda);
   }
   absl::StatusOr<std::unique_ptr<StagingPath>> created =
-      StagingPath::Create(std::move(engine), options_.block_bytes, options_.staging_pool_bytes, device);
+      StagingPath::Create(std::move(engine), options_.block_bytes, pool_bytes, device);
   if (!created.ok()) return created.status();
   path = std::move(*created);
   return path.get();

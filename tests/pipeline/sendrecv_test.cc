@@ -141,26 +141,26 @@ TEST(PipelineSendRecv, ManyMixedOperationsInFlightBothWaysInGroups) {
   }));
 }
 
-TEST(PipelineSendRecv, AutoBypassesIncompressibleTensorsAndKeepsCompressingGaussians) {
-  std::vector<Message> messages;
+// Whether kAuto compresses a tensor that does compress depends on the measured rates
+// (compression_policy_test.cc injects them); a tensor that does not is bypassed whatever the
+// rates: at most its first block is ever tried in 32.
+TEST(PipelineSendRecv, AutoBypassesIncompressibleTensors) {
+  std::vector<Message> random, gaussian;
   for (int i = 0; i < 8; ++i) {
-    messages.push_back({DataType::kBFloat16, 512 << 10, {DistKind::kRandomBytes, 1}, CompressionMode::kAuto, 0, 1});
-    messages.push_back({DataType::kBFloat16, 512 << 10, {DistKind::kGaussian, 0.02}, CompressionMode::kAuto, 0, 2});
+    random.push_back({DataType::kBFloat16, 512 << 10, {DistKind::kRandomBytes, 1}, CompressionMode::kAuto, 0, 1});
+    gaussian.push_back({DataType::kBFloat16, 512 << 10, {DistKind::kGaussian, 0.02}, CompressionMode::kAuto, 0, 2});
   }
   ExpectRanksSucceeded(RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
     auto comm = CreateCommunicator(context, PipelineOptions());
     if (!comm.ok()) return comm.status();
-    if (absl::Status s = Exchange(**comm, messages, 0, 1, false); !s.ok()) return s;
-    if (context.rank != 0) return absl::OkStatus();
-    // 8 messages of 4 blocks per tensor: the random tensor's first block shows it does not
-    // compress, the next 31 go plainly; every Gaussian block compresses.
+    if (absl::Status s = Exchange(**comm, random, 0, 1, false); !s.ok()) return s;
+    // 8 messages of 4 blocks of the random tensor.
     CommunicatorStats stats = (*comm)->stats();
-    if (stats.blocks_compressed != 33 || stats.blocks_bypassed != 31) {
-      return absl::InternalError(absl::StrCat("compressed ", stats.blocks_compressed, " bypassed ",
-                                              stats.blocks_bypassed, ", want 33 and 31"));
+    if (context.rank == 0 && (stats.blocks_compressed > 1 || stats.blocks_bypassed < 31)) {
+      return absl::InternalError(absl::StrCat("compressed ", stats.blocks_compressed, " bypassed ", stats.blocks_bypassed,
+                                              ", want at most 1 and at least 31"));
     }
-    if (stats.send_ratio() < 1.15) return absl::InternalError(absl::StrCat("ratio ", stats.send_ratio()));
-    return absl::OkStatus();
+    return Exchange(**comm, gaussian, 0, 1, false);
   }));
 }
 
