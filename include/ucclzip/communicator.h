@@ -43,9 +43,11 @@ namespace pipeline {
 struct Call;
 }
 
-// Whether a message is compressed. kAuto compresses floating-point messages of at least
-// `min_compress_bytes`, and stops (for a while) for a tensor whose last message did not
-// shrink by 5 %. kOn compresses every floating-point message; other types never are.
+// Whether a message is compressed. kAuto compresses a block of a floating-point message of at
+// least `min_compress_bytes` only where the compressed pipeline is expected to finish first,
+// from the link and codec rates it measures as it runs (docs/PIPELINE.md, "Compress or not"),
+// and stops (for a while) for a tensor whose last block did not shrink by 5 %. kOn compresses
+// every floating-point block; other types never are.
 enum class CompressionMode : uint8_t { kAuto = 0, kOn = 1, kOff = 2 };
 
 struct CommunicatorOptions {
