@@ -135,10 +135,18 @@ absl::StatusOr<OperationSpec> Engine::Prepare(Call call) {
   if ((needs_input && call.input == nullptr) || (needs_output && call.output == nullptr)) return invalid("null buffer");
   OperationSpec spec;
   spec.block_elements = std::max<uint64_t>(options_.pipeline_block_bytes / ElementSize(call.dtype), 1);
+  // Counted in 64 bits: a step's blocks must fit the tag's block numbers.
+  auto too_many_blocks = [&](uint64_t count) { return count > 0 && (count - 1) / spec.block_elements >= kMaxBlocksPerMessage; };
   for (const SendStep& step : schedule.sends) {
-    if (BlockCount(step.chunk.count, spec.block_elements) > kMaxBlocksPerMessage) {
-      return invalid(BlockCount(step.chunk.count, spec.block_elements), " pipeline blocks of ", options_.pipeline_block_bytes,
-                     " bytes exceed the limit of ", kMaxBlocksPerMessage);
+    if (too_many_blocks(step.chunk.count)) {
+      return invalid(step.chunk.count, " elements take more than ", kMaxBlocksPerMessage, " pipeline blocks of ",
+                     options_.pipeline_block_bytes, " bytes");
+    }
+  }
+  for (const RecvStep& step : schedule.recvs) {
+    if (too_many_blocks(step.count)) {
+      return invalid(step.count, " elements take more than ", kMaxBlocksPerMessage, " pipeline blocks of ",
+                     options_.pipeline_block_bytes, " bytes");
     }
   }
   // Both buffers must live in the same kind of memory, on the same device.
