@@ -8,11 +8,6 @@
 namespace ucclzip {
 namespace collectives {
 
-using pipeline::BufferRole;
-using pipeline::Chunk;
-using pipeline::Schedule;
-using pipeline::SendStep;
-
 Schedule RingAllGather(int rank, int size, uint64_t sendcount, bool in_place) {
   Schedule schedule{.kind = pipeline::OperationKind::kAllGather, .count = sendcount, .name = "allgather"};
   const int next = (rank + 1) % size, previous = (rank + size - 1) % size;

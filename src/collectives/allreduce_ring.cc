@@ -9,11 +9,6 @@
 namespace ucclzip {
 namespace collectives {
 
-using pipeline::BufferRole;
-using pipeline::Chunk;
-using pipeline::Schedule;
-using pipeline::SendStep;
-
 Schedule RingAllReduce(int rank, int size, uint64_t count, ReduceOp op, bool in_place) {
   Schedule schedule{.kind = pipeline::OperationKind::kAllReduce, .op = op, .count = count, .name = "allreduce"};
   if (size == 1) {

@@ -11,11 +11,6 @@
 namespace ucclzip {
 namespace collectives {
 
-using pipeline::BufferRole;
-using pipeline::Chunk;
-using pipeline::Schedule;
-using pipeline::SendStep;
-
 Schedule ChainBroadcast(int rank, int size, uint64_t count, int root, bool in_place) {
   Schedule schedule{.kind = pipeline::OperationKind::kBroadcast, .root = root, .count = count, .name = "broadcast"};
   const int position = (rank - root + size) % size;

@@ -10,11 +10,6 @@
 namespace ucclzip {
 namespace collectives {
 
-using pipeline::BufferRole;
-using pipeline::Chunk;
-using pipeline::Schedule;
-using pipeline::SendStep;
-
 std::vector<ChunkLayout> SplitEvenly(uint64_t count, int size) {
   std::vector<ChunkLayout> chunks(size);
   uint64_t first = 0;

@@ -11,6 +11,12 @@
 
 namespace ucclzip::collectives {
 
+// The schedule vocabulary every algorithm file speaks.
+using pipeline::BufferRole;
+using pipeline::Chunk;
+using pipeline::Schedule;
+using pipeline::SendStep;
+
 pipeline::Schedule SendSchedule(int peer, uint64_t count);
 pipeline::Schedule RecvSchedule(int peer, uint64_t count);
 
