@@ -29,10 +29,20 @@ run() {
   sed "s/^{/{\"tls_name\":\"$name\",/" "$log.jsonl" >>"$summary"
 }
 
+{ echo "nproc $(nproc); cgroup cpu.max $(cat /sys/fs/cgroup/cpu.max 2>/dev/null || echo none)"; lscpu | grep -E "Model name|^CPU\(s\)|NUMA node\(s\)"; } \
+  >"$OUT/host.txt" 2>&1
 for name in tcp shm; do
-  perftest "$name" "${transports[$name]}" tag_bw 268435456 "${PERFTEST_ITERS:-40}" |
-    awk -v n="$name" '{printf "{\"tls_name\":\"%s\",\"bench\":\"ucx_perftest\",\"size\":268435456,\"busbw_GBps\":%.4f}\n", n, $7 * 1048576 / 1e9}' \
-      >>"$summary"
+  # One pair, and as many pairs at once as the ring (ranks) and the chain (ranks - 1) have links:
+  # the pairs share the host as the ring's links do.
+  for pairs in 1 $((ranks - 1)) "$ranks"; do
+    perftest_pairs "$name" "${transports[$name]}" tag_bw 268435456 "${PERFTEST_ITERS:-40}" "$pairs" |
+      awk -v n="$name" -v p="$pairs" '{s += $7; c++} END {if (c) printf "{\"tls_name\":\"%s\",\"bench\":\"ucx_perftest\",\"pairs\":%d,\"size\":268435456,\"busbw_GBps\":%.4f}\n", n, p, s / c * 1048576 / 1e9}' \
+        >>"$summary"
+  done
+  # The ring's links without its dependencies: every rank sends to rank+1 and receives from rank-1.
+  timeout -k 10 "$limit" "$bench" sendrecv --ranks "$ranks" --memory device --tls "${transports[$name]}" --compress off \
+    --pattern shift --min_bytes 256M --max_bytes 256M --iters "$iters" --warmup 2 --latency_iters 0 --json \
+    2>"$OUT/shift-$name.err" | sed "s/^{/{\"tls_name\":\"$name\",/" | grep '^{' >>"$summary"
   for op in ${COLLECTIVES:-allreduce allgather reducescatter broadcast}; do
     # 256 MB per rank: nccl-tests' size is the whole gathered buffer for allgather.
     size=256M
@@ -46,20 +56,27 @@ python3 - "$summary" "$ranks" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 ranks = int(sys.argv[2])
-perf = {r["tls_name"]: r["busbw_GBps"] for r in rows if r["bench"] == "ucx_perftest"}
+perf = {(r["tls_name"], r["pairs"]): r["busbw_GBps"] for r in rows if r["bench"] == "ucx_perftest"}
 print(f"{'op':13} {'ranks':>5} {'tls':4} {'mode':5} {'time(ms)':>9} {'busbw':>8} {'ratio':>6} {'vs off':>7} {'#wrong':>6}")
 for r in rows:
-    if r["bench"] == "ucx_perftest":
+    if r["bench"] in ("ucx_perftest", "sendrecv"):
         continue
     base = next(x for x in rows if x.get("bench") == r["bench"] and x.get("ranks") == r["ranks"]
                 and x["tls_name"] == r["tls_name"] and x.get("compress") == "off")
     print(f"{r['bench']:13} {r['ranks']:5} {r['tls_name']:4} {r['compress']:5} {r['time_us'] / 1e3:9.1f} "
           f"{r['busbw_GBps']:8.3f} {r['ratio']:6.3f} {base['time_us'] / r['time_us']:6.2f}x {r['wrong']:6}")
-for name, bw in perf.items():
+for (name, pairs), bw in sorted(perf.items()):
+    print(f"ucx_perftest tag_bw 256 MB over {name}, {pairs} pair(s) at once: {bw:.3f} GB/s per pair")
+for r in rows:
+    if r["bench"] == "sendrecv":
+        print(f"sendrecv shift, {r['ranks']} ranks over {r['tls_name']} (the ring's links, no dependencies): {r['algbw_GBps']:.3f} GB/s per link")
+for name in sorted({n for n, _ in perf}):
     off = [r for r in rows if r["bench"] == "allreduce" and r["tls_name"] == name and r.get("compress") == "off"]
-    share = f"{100 * off[0]['busbw_GBps'] / bw:.0f} %" if off and bw else "-"
-    print(f"ucx_perftest tag_bw 256 MB over {name}: {bw:.3f} GB/s; uncompressed allreduce busbw is {share} of it")
-for name in perf:
+    for pairs in sorted(p for n, p in perf if n == name):
+        bw = perf[(name, pairs)]
+        share = f"{100 * off[0]['busbw_GBps'] / bw:.0f} %" if off and bw else "-"
+        print(f"uncompressed allreduce busbw over {name} is {share} of ucx_perftest with {pairs} pair(s) at once")
+for name in sorted({n for n, _ in perf}):
     b = {r["ranks"]: r["time_us"] for r in rows if r["bench"] == "broadcast" and r["tls_name"] == name and r["compress"] == "on"}
     if ranks in b and 2 in b:
         print(f"broadcast over {name}, compressed: {ranks - 1} receivers take {b[ranks] / b[2]:.2f}x the time of one")

@@ -18,3 +18,23 @@ perftest() {
   grep '^Final:' "$OUT/perftest-$name-$test.log"
 }
 
+
+# perftest_pairs NAME TLS TEST SIZE N PAIRS: PAIRS client/server pairs at once, as the links of
+# a ring or chain run at once; prints each client's "Final:" line. On one host the pairs share
+# its memory bandwidth and cores, which a lone pair has to itself.
+perftest_pairs() {
+  local name=$1 tls=$2 test=$3 size=$4 n=$5 pairs=$6
+  local pids=() p
+  for ((p = 0; p < pairs; p++)); do
+    OUT=$OUT/pairs-$pairs-$p perftest_into "$name" "$tls" "$test" "$size" "$n" &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do wait "$p"; done
+  for ((p = 0; p < pairs; p++)); do cat "$OUT/pairs-$pairs-$p/final.txt" 2>/dev/null; done
+}
+
+# perftest_into: perftest, its Final: line kept in $OUT/final.txt.
+perftest_into() {
+  mkdir -p "$OUT"
+  perftest "$@" >"$OUT/final.txt"
+}

@@ -69,6 +69,14 @@ struct CommunicatorOptions {
   // free: unset means 50 us on machines of 8 or more cores, no polling below that.
   std::optional<absl::Duration> wait_spin;
 
+  // Whether an operation on a stream holds that stream (NCCL's semantics): later work queued
+  // on it waits until the operation is done. Unset, the stream is not held: the caller must
+  // Wait() on the returned Operation before the stream touches the outputs or reuses an input.
+  // That is for tools that synchronise the whole device after every kernel launch, such as
+  // compute-sanitizer's memcheck: a held stream waits for the pipeline, whose next kernel
+  // launch waits for the device to drain, so neither ever finishes.
+  bool hold_caller_stream = true;
+
   // --- Send/Recv pipeline (docs/PIPELINE.md) ---
   // Default compression of Send; a call's SendOptions may override it.
   CompressionMode compression = CompressionMode::kAuto;

@@ -1,5 +1,7 @@
 #include "pipeline/engine.h"
 
+#include <pthread.h>
+
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
@@ -59,6 +61,7 @@ Engine::Engine(transport::Transport& transport, const CommunicatorOptions& optio
       send_window_(transport.size(),
                    uint64_t(std::max(options.device_slots, 1)) * std::max<uint64_t>(options.pipeline_block_bytes, 1)) {
   thread_ = std::thread([this] { Loop(); });
+  pthread_setname_np(thread_.native_handle(), "ucclzip-engine");
 }
 
 Engine::~Engine() {
@@ -197,7 +200,7 @@ void Engine::Submit(std::vector<OperationSpec> specs) {
   for (OperationSpec& spec : specs) {
     auto task = std::make_unique<OperationTask>(std::move(spec), transport_.size());
     task->set_rank(rank_);
-    if (task->spec().input_ready != nullptr) {
+    if (task->spec().input_ready != nullptr && options_.hold_caller_stream) {
       absl::StatusOr<StreamFlags::Ticket> ticket = flags_->EnqueueWait(task->spec().stream);
       if (!ticket.ok()) {
         task->Fail(ticket.status());

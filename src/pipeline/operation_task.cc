@@ -150,10 +150,15 @@ bool OperationTask::AdvanceCopies(TaskContext& context) {
   if (!InputReady()) return false;
   const size_t width = ElementSize(spec_.dtype);
   if (spec_.memory == transport::MemoryType::kHost) {
-    for (const LocalCopy& copy : spec_.schedule.copies) {
-      std::memmove(ChunkAddress(copy.to, 0), ChunkAddress(copy.from, 0), copy.from.count * width);
-    }
-    copies_ = CopyStage::kDone;
+    // A slice per call: the pipeline thread copies a broadcast root's 256 MB in about 30 ms,
+    // and in one piece that would hold back every block the task has to post meanwhile.
+    const LocalCopy& copy = spec_.schedule.copies[host_copy_.index];
+    const uint64_t bytes = copy.from.count * width;
+    const uint64_t slice = std::min(kHostCopySliceBytes, bytes - host_copy_.offset);
+    std::memmove(ChunkAddress(copy.to, 0) + host_copy_.offset, ChunkAddress(copy.from, 0) + host_copy_.offset, slice);
+    host_copy_.offset += slice;
+    if (host_copy_.offset == bytes) host_copy_ = {host_copy_.index + 1, 0};
+    if (host_copy_.index == spec_.schedule.copies.size()) copies_ = CopyStage::kDone;
     return true;
   }
   absl::Status status = CudaStatus(cudaEventCreateWithFlags(&copies_done_, cudaEventDisableTiming), "creating an event");
@@ -179,9 +184,10 @@ bool OperationTask::AdvanceCopies(TaskContext& context) {
 }
 
 bool OperationTask::Advance(TaskContext& context) {
-  bool moved = AdvanceCopies(context);
-  moved |= AdvanceRecvs(context);
+  // Transfers first: a local copy is never what the peers wait for.
+  bool moved = AdvanceRecvs(context);
   moved |= AdvanceSends(context);
+  moved |= AdvanceCopies(context);
   return moved;
 }
 

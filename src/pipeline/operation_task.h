@@ -223,6 +223,13 @@ class OperationTask {
   enum class CopyStage { kPending, kRunning, kDone };
   CopyStage copies_ = CopyStage::kPending;
   cudaEvent_t copies_done_ = nullptr;
+  // Host copies run a slice at a time; where the next slice starts.
+  static constexpr uint64_t kHostCopySliceBytes = uint64_t{1} << 20;
+  struct HostCopyPosition {
+    size_t index = 0;
+    uint64_t offset = 0;
+  };
+  HostCopyPosition host_copy_;
 
   std::vector<std::pair<int, absl::Status>> out_of_step_;
 };

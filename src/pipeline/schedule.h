@@ -82,7 +82,9 @@ struct Schedule {
   std::string name;              // "send to peer 1", "allreduce": what errors call it
   std::vector<SendStep> sends;
   std::vector<RecvStep> recvs;
-  std::vector<LocalCopy> copies;  // done first, once the caller's stream allows
+  // Done beside the transfers once the caller's stream allows, so they must not touch what a
+  // send reads or a receive writes.
+  std::vector<LocalCopy> copies;
 };
 
 }  // namespace ucclzip::pipeline

@@ -60,9 +60,17 @@ std::string ReadFile(const std::string& path) {
 
 // The threads' stacks of a hung rank, when gdb is installed: they say where it hangs, which a
 // bare "killed" does not.
+// gdb where there is one; elfutils' eu-stack otherwise (scripts/gpu-gather brings it to the
+// GPU machine, which has no gdb).
 std::string StacksOf(pid_t pid) {
-  if (std::system("command -v gdb >/dev/null 2>&1") != 0) return "(no gdb to print the stacks)\n";
-  const std::string command = absl::StrCat("gdb -p ", pid, " -batch -nx -ex 'thread apply all bt 30' 2>&1");
+  std::string command;
+  if (std::system("command -v gdb >/dev/null 2>&1") == 0) {
+    command = absl::StrCat("gdb -p ", pid, " -batch -nx -ex 'thread apply all bt 30' 2>&1");
+  } else if (std::system("command -v eu-stack >/dev/null 2>&1") == 0) {
+    command = absl::StrCat("eu-stack -p ", pid, " -n 30 2>&1");
+  } else {
+    return "(neither gdb nor eu-stack to print the stacks)\n";
+  }
   FILE* pipe = popen(command.c_str(), "r");
   if (pipe == nullptr) return "(gdb did not start)\n";
   std::string stacks;
