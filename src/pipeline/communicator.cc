@@ -10,6 +10,7 @@
 #include "pipeline/engine.h"
 #include "pipeline/options_environment.h"
 #include "transport/communicator_access.h"
+#include "transport/socket.h"
 
 namespace ucclzip {
 namespace {
@@ -45,7 +46,11 @@ Communicator::Communicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) 
 
 absl::StatusOr<std::unique_ptr<Communicator>> Communicator::Create(const CommunicatorConfig& config) {
   absl::StatusOr<CommunicatorOptions> effective = pipeline::WithEnvironmentDefaults(config.options, config.bootstrap.rank);
-  if (!effective.ok()) return effective.status();
+  if (!effective.ok()) {
+    // The bootstrap adopts an inherited listening socket whatever happens; so does this early exit.
+    if (config.bootstrap.listen_fd >= 0) transport::Socket adopted(config.bootstrap.listen_fd);
+    return effective.status();
+  }
   transport::TransportOptions options;
   static_cast<CommunicatorOptions&>(options) = *effective;
   return internal::CommunicatorAccess::Create(config.bootstrap, options);

@@ -246,7 +246,7 @@ void Transport::Abort(const absl::Status& why) {
     aborted_ = why.ok() ? absl::CancelledError("aborted") : why;
     abort_pending_ = true;
   }
-  UCCLZIP_LOG(kWarning) << "rank " << rank_ << ": aborting every operation: " << why;
+  UCCLZIP_LOG(kWarning) << "rank " << rank_ << ": aborting every operation: " << (why.ok() ? "no reason given" : why.ToString());
   Wake();
 }
 

@@ -4,6 +4,7 @@
 #include "pipeline/options_environment.h"
 
 #include <gtest/gtest.h>
+#include <fcntl.h>
 #include <stdlib.h>
 
 #include <memory>
@@ -118,9 +119,14 @@ TEST_F(OptionsEnvironmentTest, CommunicatorCreateAppliesAndChecksThem) {
     EXPECT_EQ((*communicator)->options().ucx_transports, "tcp");
   }
   setenv("UCCLZIP_DEVICE_SLOTS", "many", 1);
+  // An inherited listening socket is closed on this failure too, as the bootstrap would.
+  absl::StatusOr<ReservedPort> reserved = ReservePort();
+  ASSERT_TRUE(reserved.ok()) << reserved.status();
+  config.bootstrap.listen_fd = reserved->listen_fd;
   absl::Status status = Communicator::Create(config).status();
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_NE(status.message().find("UCCLZIP_DEVICE_SLOTS='many'"), absl::string_view::npos) << status;
+  EXPECT_EQ(fcntl(reserved->listen_fd, F_GETFD), -1);
 }
 
 }  // namespace
