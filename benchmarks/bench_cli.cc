@@ -22,8 +22,8 @@ ABSL_FLAG(int, ranks, 2, "ranks to start on this host (ignored when a launcher a
 ABSL_FLAG(std::string, memory, "host", "buffer memory: host|device");
 ABSL_FLAG(std::string, tls, "", "UCX transports (UCX_TLS syntax, e.g. tcp or posix,sysv); empty: UCX's choice");
 ABSL_FLAG(std::string, compress, "",
-          "on|off|auto, or a list such as off,on whose modes take turns: measure the compressing pipeline "
-          "(sendrecv: empty measures the bare transport)");
+          "on|off|auto, or a list such as off,on whose modes take turns; empty: the subcommand's default "
+          "(sendrecv off, the collectives off,on, weightsync on against off)");
 ABSL_FLAG(ucclzip::bench::ByteSize, pipeline_block, ucclzip::bench::ByteSize{ucclzip::CommunicatorOptions{}.pipeline_block_bytes},
           "pipeline block size (K/M/G)");
 
@@ -69,7 +69,14 @@ bool AbslParseFlag(absl::string_view text, ByteSize* size, std::string* error) {
   return true;
 }
 
-std::string AbslUnparseFlag(ByteSize size) { return absl::StrCat(size.bytes); }
+std::string AbslUnparseFlag(ByteSize size) {
+  // The largest suffix that writes the size exactly, as one would type it.
+  for (const auto& [suffix, shift] : {std::pair{"G", 30}, std::pair{"M", 20}, std::pair{"K", 10}}) {
+    const uint64_t unit = uint64_t{1} << shift;
+    if (size.bytes >= unit && size.bytes % unit == 0) return absl::StrCat(size.bytes / unit, suffix);
+  }
+  return absl::StrCat(size.bytes);
+}
 
 namespace {
 
@@ -80,6 +87,16 @@ T FirstSet(std::initializer_list<std::optional<T>> values, T fallback) {
     if (value) return *value;
   }
   return fallback;
+}
+
+std::vector<std::string> FlagsOf(FlagGroup group) {
+  switch (group) {
+    case FlagGroup::kMeasure: return {"dtype", "dist", "iters", "warmup", "json"};
+    case FlagGroup::kCommunicator: return {"ranks", "memory", "tls", "compress", "pipeline_block"};
+    case FlagGroup::kSweep: return {"b", "minbytes", "e", "maxbytes", "f", "stepfactor", "n", "w", "warmup_iters", "d", "datatype"};
+    case FlagGroup::kReduction: return {"o", "op", "r", "root", "c", "check"};
+  }
+  return {};
 }
 
 }  // namespace
@@ -107,6 +124,14 @@ std::string DataTypeFlag() {
 std::string ReduceOpFlag() { return FirstSet<std::string>({absl::GetFlag(FLAGS_o), absl::GetFlag(FLAGS_op)}, "sum"); }
 int RootFlag() { return FirstSet<int>({absl::GetFlag(FLAGS_r), absl::GetFlag(FLAGS_root)}, 0); }
 bool CheckFlag() { return FirstSet<int>({absl::GetFlag(FLAGS_c), absl::GetFlag(FLAGS_check)}, 1) != 0; }
+
+std::vector<std::string> SharedFlags(std::initializer_list<FlagGroup> groups, std::vector<std::string> own) {
+  for (FlagGroup group : groups) {
+    std::vector<std::string> names = FlagsOf(group);
+    own.insert(own.end(), names.begin(), names.end());
+  }
+  return own;
+}
 
 absl::StatusOr<ReduceOp> ParseReduceOp(absl::string_view name) {
   for (uint8_t v = 0; IsValidReduceOp(v); ++v) {

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <string>
+#include <vector>
 
 #include "absl/flags/declare.h"
 #include "absl/status/statusor.h"
@@ -38,6 +40,15 @@ std::string DataTypeFlag();
 std::string ReduceOpFlag();
 int RootFlag();
 bool CheckFlag();
+
+// The flags above in groups, for the list of flags a subcommand registers (bench_registry.h):
+//   kMeasure       --dtype --dist --iters --warmup --json
+//   kCommunicator  --ranks --memory --tls --compress --pipeline_block
+//   kSweep         nccl-tests' sizes, iterations and type: -b -e -f -n -w -d and their long names
+//   kReduction     nccl-tests' -o -r -c and their long names
+enum class FlagGroup { kMeasure, kCommunicator, kSweep, kReduction };
+// The names of `groups`' flags after the subcommand's `own`.
+std::vector<std::string> SharedFlags(std::initializer_list<FlagGroup> groups, std::vector<std::string> own);
 
 }  // namespace ucclzip::bench
 

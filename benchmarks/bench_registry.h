@@ -12,7 +12,8 @@ namespace ucclzip::bench {
 using SubcommandMain = std::function<int(const std::vector<std::string>& args)>;
 
 struct Subcommand {
-  std::string summary;
+  std::string summary;           // one line, for `ucclzip-bench --help`
+  std::vector<std::string> flags;  // the flags it reads, for `ucclzip-bench <subcommand> --help`
   SubcommandMain main;
 };
 
@@ -22,8 +23,9 @@ inline std::map<std::string, Subcommand>& Subcommands() {
 }
 
 struct RegisterSubcommand {
-  RegisterSubcommand(const std::string& name, const std::string& summary, SubcommandMain main) {
-    Subcommands()[name] = Subcommand{summary, std::move(main)};
+  RegisterSubcommand(const std::string& name, const std::string& summary, std::vector<std::string> flags,
+                     SubcommandMain main) {
+    Subcommands()[name] = Subcommand{summary, std::move(flags), std::move(main)};
   }
 };
 

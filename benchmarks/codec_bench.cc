@@ -19,7 +19,9 @@
 
 ABSL_FLAG(std::string, device, "cpu", "codec implementation to measure: cpu|gpu");
 ABSL_FLAG(ucclzip::bench::ByteSize, bytes, ucclzip::bench::ByteSize{16 << 20}, "tensor size in bytes (K/M/G)");
-ABSL_FLAG(std::string, input, "", "raw little-endian tensor file of --dtype to measure instead of --dist");
+ABSL_FLAG(std::string, input, "",
+          "codec: a raw little-endian tensor file of --dtype to measure instead of --dist; weightsync: a folder of "
+          "such files to send instead of the model");
 ABSL_FLAG(uint32_t, lane_symbols, 0, "symbols per rANS lane (power of two 16..4096); 0 = automatic");
 
 namespace ucclzip::bench {
@@ -177,6 +179,7 @@ int CodecMain(const std::vector<std::string>&) {
 }
 
 const RegisterSubcommand kRegister("codec", "codec ratio vs entropy bound, compress/decompress latency and GB/s",
+                                   SharedFlags({FlagGroup::kMeasure}, {"device", "bytes", "input", "lane_symbols"}),
                                    CodecMain);
 
 }  // namespace

@@ -10,8 +10,6 @@
 //   #wrong: with -c 1, each mode runs once more into a cleared buffer, whose bytes are compared
 //         with the reference computed on the CPU in the documented order.
 // Public API only: the ranks exchange their timings through the collectives themselves.
-#include <cuda_runtime_api.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <string>
@@ -64,21 +62,6 @@ Operation Call(Communicator& comm, const CollectiveShape& shape, const void* sen
     case Collective::kBroadcast: return comm.Broadcast(send, recv, shape.count, shape.dtype, shape.root, nullptr, options);
   }
   return Operation();
-}
-
-// Every rank's values, through an uncompressed allgather of doubles.
-absl::StatusOr<std::vector<double>> GatherDoubles(Communicator& comm, const std::vector<double>& mine) {
-  std::vector<double> all(mine.size() * comm.size());
-  absl::Status status = comm.AllGather(mine.data(), all.data(), mine.size(), DataType::kFloat64, nullptr,
-                                       CollectiveOptions{.compression = CompressionMode::kOff})
-                            .Wait(kWait);
-  if (!status.ok()) return status;
-  return all;
-}
-
-double Median(std::vector<double> values) {
-  std::sort(values.begin(), values.end());
-  return values.empty() ? 0 : values[values.size() / 2];
 }
 
 struct ModeResult {
@@ -155,11 +138,7 @@ absl::Status RunRank() {
   if (memory != "host" && memory != "device") return absl::InvalidArgumentError("--memory must be host or device");
   const bool device = memory == "device";
   if (device) {
-    int devices = 0;
-    if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-      return absl::FailedPreconditionError("--memory device needs a CUDA device");
-    }
-    cudaSetDevice(std::max(bootstrap->local_rank, 0) % devices);
+    if (absl::Status s = SelectDevice(bootstrap->local_rank); !s.ok()) return s;
   }
   absl::StatusOr<DataType> dtype = ParseDataType(DataTypeFlag());
   if (!dtype.ok()) return dtype.status();
@@ -170,23 +149,20 @@ absl::Status RunRank() {
   if (!modes.ok()) return modes.status();
   absl::StatusOr<testing::Distribution> dist = testing::ParseDistribution(absl::GetFlag(FLAGS_dist));
   if (!dist.ok()) return dist.status();
-  CommunicatorConfig config{.bootstrap = *bootstrap};
-  config.options.ucx_transports = absl::GetFlag(FLAGS_tls);
-  config.options.pipeline_block_bytes = absl::GetFlag(FLAGS_pipeline_block).bytes;
-  absl::StatusOr<std::unique_ptr<Communicator>> communicator = Communicator::Create(config);
+  absl::StatusOr<std::unique_ptr<Communicator>> communicator = CreateCommunicator(*bootstrap);
   if (!communicator.ok()) return communicator.status();
   Communicator& comm = **communicator;
   const int world = comm.size(), root = RootFlag();
   if (root < 0 || root >= world) return absl::InvalidArgumentError(absl::StrCat("-r ", root, " is not a rank of ", world));
   const bool json = absl::GetFlag(FLAGS_json), report = comm.rank() == 0, check = CheckFlag();
-  const std::string tls = config.options.ucx_transports.empty() ? "default" : config.options.ucx_transports;
+  const std::string tls = comm.options().ucx_transports.empty() ? "default" : comm.options().ucx_transports;
   const char* name = testing::CollectiveName(g_kind);
   const bool reduces = g_kind == Collective::kAllReduce || g_kind == Collective::kReduceScatter;
   if (report && !json) {
     std::printf("# ucclzip-bench %s: %d ranks, %s memory%s, UCX_TLS=%s, %s, %zu-byte pipeline blocks, compress %s "
                 "(taking turns), iters %d, warmup %d, check %d\n",
                 name, world, memory.c_str(), device ? (comm.device_memory_direct() ? " (direct)" : " (staged)") : "",
-                tls.c_str(), dist->Name().c_str(), config.options.pipeline_block_bytes, compress.c_str(), Iterations(),
+                tls.c_str(), dist->Name().c_str(), comm.options().pipeline_block_bytes, compress.c_str(), Iterations(),
                 WarmupIterations(), check ? 1 : 0);
     std::printf("#%11s %12s %8s %6s %5s %8s %11s %11s %11s %7s %7s %8s\n", "size", "count", "type", "redop", "root",
                 "compress", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong", "ratio", "vs first");
@@ -215,7 +191,7 @@ absl::Status RunRank() {
                     name, static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(shape.count),
                     DataTypeName(*dtype), redop, shown_root, CompressionName((*modes)[m]), r.time_us, algbw, busbw,
                     static_cast<unsigned long long>(r.wrong), r.ratio, vs_first, CompressionName((*modes)[0]), world,
-                    memory.c_str(), tls.c_str(), dist->Name().c_str(), config.options.pipeline_block_bytes);
+                    memory.c_str(), tls.c_str(), dist->Name().c_str(), comm.options().pipeline_block_bytes);
       } else {
         std::printf("%12llu %12llu %8s %6s %5d %8s %11.1f %11.3f %11.3f %7llu %7.3f %7.3fx\n",
                     static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(shape.count),
@@ -239,15 +215,22 @@ int CollectiveMain(Collective kind) {
   return RunRankOrLaunch(testing::CollectiveName(kind), absl::GetFlag(FLAGS_ranks), RunRank);
 }
 
+// Defined before the registrations, which are initialised after it in this file.
+const std::vector<std::string> kCollectiveFlags =
+    SharedFlags({FlagGroup::kMeasure, FlagGroup::kCommunicator, FlagGroup::kSweep, FlagGroup::kReduction}, {});
+
 const RegisterSubcommand kAllReduce("allreduce", "ring allreduce in nccl-tests' columns, modes taking turns",
+                                    kCollectiveFlags,
                                     [](const std::vector<std::string>&) { return CollectiveMain(Collective::kAllReduce); });
 const RegisterSubcommand kAllGather("allgather", "ring allgather in nccl-tests' columns, modes taking turns",
+                                    kCollectiveFlags,
                                     [](const std::vector<std::string>&) { return CollectiveMain(Collective::kAllGather); });
 const RegisterSubcommand kReduceScatter("reducescatter", "ring reduce-scatter in nccl-tests' columns, modes taking turns",
-                                        [](const std::vector<std::string>&) {
+                                        kCollectiveFlags, [](const std::vector<std::string>&) {
                                           return CollectiveMain(Collective::kReduceScatter);
                                         });
 const RegisterSubcommand kBroadcast("broadcast", "chain broadcast in nccl-tests' columns, modes taking turns",
+                                    kCollectiveFlags,
                                     [](const std::vector<std::string>&) { return CollectiveMain(Collective::kBroadcast); });
 
 }  // namespace

@@ -2,8 +2,10 @@
 
 #include <algorithm>
 
+#include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "bench_cli.h"
 
 namespace ucclzip::bench {
 
@@ -25,6 +27,42 @@ absl::StatusOr<std::vector<CompressionMode>> ParseCompressionList(const std::str
     modes.push_back(*mode);
   }
   return modes;
+}
+
+absl::StatusOr<std::unique_ptr<Communicator>> CreateCommunicator(const BootstrapConfig& bootstrap,
+                                                                 CommunicatorOptions options) {
+  options.ucx_transports = absl::GetFlag(FLAGS_tls);
+  options.pipeline_block_bytes = absl::GetFlag(FLAGS_pipeline_block).bytes;
+  return Communicator::Create(CommunicatorConfig{.bootstrap = bootstrap, .options = options});
+}
+
+absl::Status SelectDevice(int local_rank) {
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
+    cudaGetLastError();
+    return absl::FailedPreconditionError("--memory device needs a CUDA device");
+  }
+  if (cudaSetDevice(std::max(local_rank, 0) % devices) != cudaSuccess) {
+    return absl::InternalError(absl::StrCat("cudaSetDevice(", std::max(local_rank, 0) % devices, ") failed"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<double>> GatherDoubles(Communicator& comm, const std::vector<double>& mine) {
+  constexpr absl::Duration kWait = absl::Minutes(5);
+  std::vector<double> all(mine.size() * comm.size());
+  absl::Status status = comm.AllGather(mine.data(), all.data(), mine.size(), DataType::kFloat64, nullptr,
+                                       CollectiveOptions{.compression = CompressionMode::kOff})
+                            .Wait(kWait);
+  if (!status.ok()) return status;
+  return all;
+}
+
+absl::Status Barrier(Communicator& comm) { return GatherDoubles(comm, {0.0}).status(); }
+
+double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values.empty() ? 0 : values[values.size() / 2];
 }
 
 const char* CompressionName(CompressionMode mode) {

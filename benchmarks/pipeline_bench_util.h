@@ -1,5 +1,6 @@
-// What the pipeline benchmarks (sendrecv --compress, weightsync) share: parsing --compress,
-// creating a communicator with pipeline options, and tensors in host or device memory.
+// What the multi-rank benchmarks (sendrecv, weightsync, the collectives) share: parsing
+// --compress, choosing the device, tensors in host or device memory, and exchanging results
+// among the ranks through the communicator itself.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -17,6 +18,23 @@ absl::StatusOr<CompressionMode> ParseCompression(const std::string& text);
 // "off,on" and the like: one or more modes, each at most once.
 absl::StatusOr<std::vector<CompressionMode>> ParseCompressionList(const std::string& text);
 const char* CompressionName(CompressionMode mode);
+
+// A communicator with `options`, their transports and pipeline block size from --tls and
+// --pipeline_block.
+absl::StatusOr<std::unique_ptr<Communicator>> CreateCommunicator(const BootstrapConfig& bootstrap,
+                                                                 CommunicatorOptions options = {});
+
+// For --memory device: makes the rank's device (local_rank modulo the devices) current.
+absl::Status SelectDevice(int local_rank);
+
+// Every rank's values (the same number from each), in rank order, through an uncompressed
+// allgather; like any operation, it fails when it waits for a peer longer than the operation
+// timeout.
+absl::StatusOr<std::vector<double>> GatherDoubles(Communicator& comm, const std::vector<double>& mine);
+// Returns once every rank has called it.
+absl::Status Barrier(Communicator& comm);
+
+double Median(std::vector<double> values);
 
 // Bytes in host or device memory (device when `device`), copied from `contents`.
 class TensorBuffer {

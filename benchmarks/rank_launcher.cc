@@ -15,7 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "transport/socket.h"
+#include "ucclzip/bootstrap.h"
 
 namespace ucclzip::bench {
 
@@ -36,16 +36,17 @@ absl::Status LaunchLocalRanks(int ranks) {
     args.push_back(all.substr(start, end - start));
     start = end + 1;
   }
-  absl::StatusOr<transport::Socket> listener = transport::ListenTcp("127.0.0.1", 0, 1024);
-  if (!listener.ok()) return listener.status();
-  absl::StatusOr<uint16_t> port = transport::LocalPort(*listener);
-  if (!port.ok()) return port.status();
+  absl::StatusOr<ReservedPort> reserved = ReservePort("127.0.0.1");
+  if (!reserved.ok()) return reserved.status();
 
   std::vector<pid_t> children;
   const pid_t launcher = getpid();
   for (int rank = 0; rank < ranks; ++rank) {
     pid_t pid = fork();
-    if (pid < 0) return absl::InternalError("fork failed");
+    if (pid < 0) {
+      close(reserved->listen_fd);
+      return absl::InternalError("fork failed");
+    }
     if (pid == 0) {
       // A rank must not outlive its launcher (killed by a timeout, say) and hold the GPU.
       prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -54,10 +55,10 @@ absl::Status LaunchLocalRanks(int ranks) {
       setenv("UCCLZIP_WORLD_SIZE", absl::StrCat(ranks).c_str(), 1);
       setenv("UCCLZIP_LOCAL_RANK", absl::StrCat(rank).c_str(), 1);
       setenv("UCCLZIP_MASTER_ADDR", "127.0.0.1", 1);
-      setenv("UCCLZIP_MASTER_PORT", absl::StrCat(*port).c_str(), 1);
+      setenv("UCCLZIP_MASTER_PORT", absl::StrCat(reserved->port).c_str(), 1);
       if (rank == 0) {
-        fcntl(listener->fd(), F_SETFD, 0);  // only rank 0 inherits the reserved port
-        setenv("UCCLZIP_LISTEN_FD", absl::StrCat(listener->fd()).c_str(), 1);
+        fcntl(reserved->listen_fd, F_SETFD, 0);  // only rank 0 inherits the reserved port
+        setenv("UCCLZIP_LISTEN_FD", absl::StrCat(reserved->listen_fd).c_str(), 1);
       }
       std::vector<char*> argv;
       for (std::string& arg : args) argv.push_back(arg.data());
@@ -67,7 +68,7 @@ absl::Status LaunchLocalRanks(int ranks) {
     }
     children.push_back(pid);
   }
-  listener->Close();
+  close(reserved->listen_fd);
   std::vector<std::string> failed;
   for (int rank = 0; rank < ranks; ++rank) {
     int status = 0;

@@ -20,8 +20,7 @@
 #include "pipeline_bench_util.h"
 #include "rank_launcher.h"
 #include "tensor_gen.h"
-#include "transport/communicator_access.h"
-#include "transport/memory_type.h"
+#include "ucclzip/communicator.h"
 
 ABSL_FLAG(int, layers, 32, "transformer layers of the model");
 ABSL_FLAG(int, vocab, 128256, "vocabulary size (embedding and lm_head rows)");
@@ -83,10 +82,9 @@ absl::StatusOr<std::vector<uint8_t>> Contents(const TensorSpec& t, DataType dtyp
 }
 
 // One sync: rank 0 sends every tensor to every receiver; returns the slowest rank's seconds.
-absl::StatusOr<double> SyncOnce(Communicator& comm, transport::Bootstrap& bootstrap,
-                                std::vector<std::unique_ptr<TensorBuffer>>& buffers, const std::vector<TensorSpec>& model,
-                                DataType dtype, CompressionMode mode) {
-  if (absl::Status s = bootstrap.Barrier(absl::Now() + kWait); !s.ok()) return s;
+absl::StatusOr<double> SyncOnce(Communicator& comm, std::vector<std::unique_ptr<TensorBuffer>>& buffers,
+                                const std::vector<TensorSpec>& model, DataType dtype, CompressionMode mode) {
+  if (absl::Status s = Barrier(comm); !s.ok()) return s;
   const absl::Time start = absl::Now();
   std::vector<Operation> groups;
   for (int receiver = 1; receiver < comm.size(); ++receiver) {
@@ -104,12 +102,9 @@ absl::StatusOr<double> SyncOnce(Communicator& comm, transport::Bootstrap& bootst
   for (const Operation& group : groups) {
     if (absl::Status s = group.Wait(kWait); !s.ok()) return s;
   }
-  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
-  absl::StatusOr<std::vector<std::string>> all = bootstrap.AllGather(absl::StrCat(seconds), absl::Now() + kWait);
+  absl::StatusOr<std::vector<double>> all = GatherDoubles(comm, {absl::ToDoubleSeconds(absl::Now() - start)});
   if (!all.ok()) return all.status();
-  double slowest = 0;
-  for (const std::string& s : *all) slowest = std::max(slowest, std::stod(s));
-  return slowest;
+  return *std::max_element(all->begin(), all->end());
 }
 
 absl::Status RunRank() {
@@ -117,8 +112,7 @@ absl::Status RunRank() {
   if (!config.ok()) return config.status();
   const bool device = absl::GetFlag(FLAGS_memory) == "device";
   if (device) {
-    if (transport::CudaDeviceCount() == 0) return absl::FailedPreconditionError("--memory device needs a CUDA device");
-    cudaSetDevice(std::max(config->local_rank, 0) % transport::CudaDeviceCount());
+    if (absl::Status s = SelectDevice(config->local_rank); !s.ok()) return s;
   }
   absl::StatusOr<DataType> dtype = ParseDataType(absl::GetFlag(FLAGS_dtype));
   if (!dtype.ok()) return dtype.status();
@@ -131,14 +125,10 @@ absl::Status RunRank() {
           : InputModel(absl::GetFlag(FLAGS_input), *dtype);
   if (!model.ok()) return model.status();
 
-  transport::TransportOptions options;
-  options.ucx_transports = absl::GetFlag(FLAGS_tls);
-  options.pipeline_block_bytes = absl::GetFlag(FLAGS_pipeline_block).bytes;
-  options.op_timeout = absl::Minutes(5);
-  auto communicator = internal::CommunicatorAccess::Create(*config, options);
+  absl::StatusOr<std::unique_ptr<Communicator>> communicator =
+      CreateCommunicator(*config, CommunicatorOptions{.op_timeout = absl::Minutes(5)});
   if (!communicator.ok()) return communicator.status();
   Communicator& comm = **communicator;
-  transport::Bootstrap& bootstrap = internal::CommunicatorAccess::BootstrapOf(comm);
   if (comm.size() < 2) return absl::InvalidArgumentError("weightsync needs at least 2 ranks");
 
   // Contents are generated once per (count, distribution) and shared by the tensors of that shape.
@@ -169,7 +159,7 @@ absl::Status RunRank() {
     for (size_t turn = 0; turn < modes.size(); ++turn) {
       const CompressionMode m = modes[(turn + i) % modes.size()];
       const CommunicatorStats before = comm.stats();
-      absl::StatusOr<double> seconds = SyncOnce(comm, bootstrap, buffers, *model, *dtype, m);
+      absl::StatusOr<double> seconds = SyncOnce(comm, buffers, *model, *dtype, m);
       if (!seconds.ok()) return seconds.status();
       const CommunicatorStats after = comm.stats();
       payload[m] += after.payload_bytes_sent - before.payload_bytes_sent;
@@ -180,8 +170,7 @@ absl::Status RunRank() {
   std::map<CompressionMode, double> median;
   std::map<CompressionMode, double> ratio;
   for (CompressionMode m : modes) {
-    std::sort(times[m].begin(), times[m].end());
-    median[m] = times[m][times[m].size() / 2];
+    median[m] = Median(times[m]);
     ratio[m] = wire[m] > 0 ? payload[m] / wire[m] : 1;
   }
   // One more sync per mode into cleared buffers, checked byte by byte on the receivers.
@@ -190,7 +179,7 @@ absl::Status RunRank() {
     if (comm.rank() != 0) {
       for (auto& buffer : buffers) buffer->Clear();
     }
-    if (absl::StatusOr<double> seconds = SyncOnce(comm, bootstrap, buffers, *model, *dtype, m); !seconds.ok()) {
+    if (absl::StatusOr<double> seconds = SyncOnce(comm, buffers, *model, *dtype, m); !seconds.ok()) {
       return seconds.status();
     }
     if (comm.rank() == 0) continue;
@@ -198,13 +187,13 @@ absl::Status RunRank() {
       wrong += buffers[i]->CountWrong(contents[{(*model)[i].count, (*model)[i].dist + (*model)[i].file}]);
     }
   }
-  absl::StatusOr<std::vector<std::string>> counts = bootstrap.AllGather(absl::StrCat(wrong), absl::Now() + kWait);
+  absl::StatusOr<std::vector<double>> counts = GatherDoubles(comm, {static_cast<double>(wrong)});
   if (!counts.ok()) return counts.status();
   wrong = 0;
-  for (const std::string& c : *counts) wrong += std::stoull(c);
+  for (double count : *counts) wrong += static_cast<uint64_t>(count);
   if (comm.rank() != 0) return absl::OkStatus();
   const double off = median[CompressionMode::kOff], on = median[*mode];
-  const char* tls = options.ucx_transports.empty() ? "default" : options.ucx_transports.c_str();
+  const char* tls = comm.options().ucx_transports.empty() ? "default" : comm.options().ucx_transports.c_str();
   if (absl::GetFlag(FLAGS_json)) {
     std::printf("{\"bench\":\"weightsync\",\"tensors\":%zu,\"bytes\":%llu,\"receivers\":%d,\"memory\":\"%s\",\"tls\":\"%s\","
                 "\"compress\":\"%s\",\"off_s\":%.4f,\"on_s\":%.4f,\"speedup\":%.4f,\"ratio\":%.4f,\"wrong\":%llu}\n",
@@ -224,6 +213,8 @@ int WeightSyncMain(const std::vector<std::string>&) {
 }
 
 const RegisterSubcommand kRegister("weightsync", "one sender to N receivers: a Llama-3-8B-shaped model, compressed vs not",
+                                   SharedFlags({FlagGroup::kCommunicator},
+                                               {"layers", "vocab", "input", "dtype", "iters", "warmup", "json"}),
                                    WeightSyncMain);
 
 }  // namespace

@@ -47,9 +47,9 @@ run_case() {
 for block in ${PIPELINE_BLOCKS:-16M}; do
   for name in tcp shm; do
     tls=${transports[$name]}
-    run_case gaussian "$block" "$OUT/gaussian-$name-$block.err" -- sendrecv --ranks 2 --memory device \
+    run_case gaussian "$block" "$OUT/gaussian-$name-$block.err" -- sendrecv --ranks 2 --memory device --pattern oneway \
       --tls "$tls" --compress off,on --dist gaussian:0.02 --min_bytes 256M --max_bytes 256M --iters "$iters" --warmup 3
-    run_case random "$block" "$OUT/random-$name-$block.err" -- sendrecv --ranks 2 --memory device \
+    run_case random "$block" "$OUT/random-$name-$block.err" -- sendrecv --ranks 2 --memory device --pattern oneway \
       --tls "$tls" --compress off,auto --dist random-bytes --min_bytes 256M --max_bytes 256M --iters "$iters" --warmup 3
     # 16 GB a sync, 10 syncs: allow minutes.
     CASE_LIMIT=$((limit * 3)) run_case weightsync "$block" "$OUT/weightsync-$name-$block.err" -- weightsync --ranks 2 \
@@ -60,7 +60,7 @@ done
 # Block-size sweep on the main case only (256 MB bf16), to choose the default.
 for block in ${PIPELINE_SWEEP_BLOCKS:-}; do
   for name in tcp shm; do
-    run_case gaussian "$block" "$OUT/sweep-$name-$block.err" -- sendrecv --ranks 2 --memory device \
+    run_case gaussian "$block" "$OUT/sweep-$name-$block.err" -- sendrecv --ranks 2 --memory device --pattern oneway \
       --tls "${transports[$name]}" --compress off,on --dist gaussian:0.02 --min_bytes 256M --max_bytes 256M \
       --iters "$iters" --warmup 3
   done

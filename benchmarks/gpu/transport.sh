@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Transport benchmark on the GPU machine, side by side with ucx_perftest (two processes on this
-# host, over TCP and over shared memory): 16 MB tag bandwidth and 8 B tag latency, then
-# `ucclzip-bench sendrecv` for host and device memory (device memory is staged through pinned
-# host memory unless the UCX in use takes CUDA memory). Logs go to $OUT; a table is printed.
+# host, over TCP and over shared memory): 16 MB tag bandwidth and 8 B tag latency of raw UCX,
+# then `ucclzip-bench sendrecv`, ucclzip's uncompressed Send/Recv, for host and device memory
+# (device memory is staged through pinned host memory unless the UCX in use takes CUDA memory).
+# Logs go to $OUT; a table is printed.
 #   BUILD            build folder (default: build)
 #   TRANSPORT_MEMORY memories to run ucclzip-bench with (default: "host device"; "host" without a GPU)
 #   PERFTEST_ITERS   ucx_perftest iterations for bandwidth (default 1000) and 20x that for latency

@@ -61,6 +61,18 @@ absl::StatusOr<UniqueId> GetUniqueId();
 // The configuration of `rank` in a world of `world_size` ranks that meet through `id`.
 absl::StatusOr<BootstrapConfig> BootstrapConfigFromUniqueId(const UniqueId& id, int rank, int world_size);
 
+// A TCP socket listening on a free port of `host`, for a launcher that starts a job's ranks
+// itself: it hands the port to every rank (UCCLZIP_MASTER_PORT) and the socket to rank 0
+// (BootstrapConfig::listen_fd, or UCCLZIP_LISTEN_FD in a child process), so that no other
+// process can take the port between its choice and rank 0's start. The caller owns the
+// descriptor. It is close-on-exec: a launcher that executes rank 0 clears that flag in rank 0's
+// child only (fcntl(fd, F_SETFD, 0)), and closes the descriptor itself once the ranks run.
+struct ReservedPort {
+  int listen_fd = -1;
+  uint16_t port = 0;
+};
+absl::StatusOr<ReservedPort> ReservePort(const std::string& host = "127.0.0.1");
+
 // Printable form of an id (hex), e.g. for UCCLZIP_UNIQUE_ID, and back.
 std::string UniqueIdToString(const UniqueId& id);
 absl::StatusOr<UniqueId> UniqueIdFromString(std::string_view text);

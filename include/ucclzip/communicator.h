@@ -50,6 +50,8 @@ struct Call;
 // every floating-point block; other types never are.
 enum class CompressionMode : uint8_t { kAuto = 0, kOn = 1, kOff = 2 };
 
+// Every field's default can also come from a UCCLZIP_* environment variable, for a field the
+// program leaves at the value written here (docs/CONFIGURATION.md lists them).
 struct CommunicatorOptions {
   // An operation that makes no progress for this long fails with a status naming its peer;
   // that peer is then treated as failed.
@@ -169,6 +171,9 @@ class Communicator {
 
   int rank() const;
   int size() const;
+  // The options in force: the program's, with the UCCLZIP_* defaults of the environment
+  // applied (docs/CONFIGURATION.md).
+  const CommunicatorOptions& options() const;
 
   // True when device buffers go to UCX directly (a CUDA-enabled UCX); false when they are
   // staged through pinned host memory.

@@ -6,10 +6,32 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "logging/logging.h"
 #include "pipeline/engine.h"
+#include "pipeline/options_environment.h"
 #include "transport/communicator_access.h"
+#include "transport/socket.h"
 
 namespace ucclzip {
+namespace {
+
+std::string OptionsSummary(const transport::Transport& transport) {
+  const transport::TransportOptions& o = transport.options();
+  const char* compression = o.compression == CompressionMode::kAuto ? "auto"
+                            : o.compression == CompressionMode::kOn ? "on"
+                                                                     : "off";
+  return absl::StrCat("UCX transports ", o.ucx_transports.empty() ? "UCX's choice" : o.ucx_transports, ", device memory ",
+                      transport.device_memory_direct() ? "direct" : "staged", ", compression ", compression,
+                      ", pipeline blocks ", o.pipeline_block_bytes, " B, transport blocks ", o.block_bytes,
+                      " B, op timeout ", absl::FormatDuration(o.op_timeout));
+}
+
+std::string StatsSummary(const CommunicatorStats& s) {
+  return absl::StrCat("sent ", s.messages_sent, " messages (", s.payload_bytes_sent, " B as ", s.wire_bytes_sent,
+                      " B on the wire), received ", s.messages_received, " (", s.payload_bytes_received, " B)");
+}
+
+}  // namespace
 
 struct Communicator::Impl {
   std::unique_ptr<transport::Bootstrap> bootstrap;
@@ -23,20 +45,30 @@ struct Communicator::Impl {
 Communicator::Communicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 
 absl::StatusOr<std::unique_ptr<Communicator>> Communicator::Create(const CommunicatorConfig& config) {
+  absl::StatusOr<CommunicatorOptions> effective = pipeline::WithEnvironmentDefaults(config.options, config.bootstrap.rank);
+  if (!effective.ok()) {
+    // The bootstrap adopts an inherited listening socket whatever happens; so does this early exit.
+    if (config.bootstrap.listen_fd >= 0) transport::Socket adopted(config.bootstrap.listen_fd);
+    return effective.status();
+  }
   transport::TransportOptions options;
-  static_cast<CommunicatorOptions&>(options) = config.options;
+  static_cast<CommunicatorOptions&>(options) = *effective;
   return internal::CommunicatorAccess::Create(config.bootstrap, options);
 }
 
 Communicator::~Communicator() {
   // The barrier makes sure every rank has finished with the others (every completed send
   // delivered) before the endpoints are closed; if a peer is gone it fails fast or times out.
-  impl_->bootstrap->Barrier(absl::Now() + impl_->transport->options().shutdown_timeout).IgnoreError();
+  if (absl::Status s = impl_->bootstrap->Barrier(absl::Now() + impl_->transport->options().shutdown_timeout); !s.ok()) {
+    UCCLZIP_LOG(kWarning) << "rank " << rank() << ": closing without the other ranks: " << s;
+  }
+  UCCLZIP_LOG(kInfo) << "rank " << rank() << ": communicator destroyed; " << StatsSummary(stats());
   impl_->transport->Shutdown();
   // After the transport: every request the engine's tasks wait on has completed by now.
   impl_->engine.reset();
 }
 
+const CommunicatorOptions& Communicator::options() const { return impl_->transport->options(); }
 int Communicator::rank() const { return impl_->transport->rank(); }
 int Communicator::size() const { return impl_->transport->size(); }
 bool Communicator::device_memory_direct() const { return impl_->transport->device_memory_direct(); }
@@ -125,6 +157,8 @@ absl::StatusOr<std::unique_ptr<Communicator>> CommunicatorAccess::Create(const B
   if (!created.ok()) return created.status();
   impl->transport = std::move(*created);
   impl->engine = std::make_unique<pipeline::Engine>(*impl->transport, options);
+  UCCLZIP_LOG(kInfo) << "rank " << bootstrap.rank << " of " << bootstrap.world_size << ": communicator ready: "
+                     << OptionsSummary(*impl->transport);
   return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));
 }
 

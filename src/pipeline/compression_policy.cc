@@ -1,11 +1,20 @@
 #include "pipeline/compression_policy.h"
 
 #include <algorithm>
+#include <string>
+
+#include "absl/strings/str_format.h"
+#include "logging/logging.h"
 
 namespace ucclzip::pipeline {
 namespace {
 constexpr size_t kMaxRemembered = 1 << 16;
+
+// An estimate for the log, divided by `scale`.
+std::string Estimate(std::optional<double> value, double scale, const char* unit) {
+  return value ? absl::StrFormat("%.3f%s", *value / scale, unit) : "unknown";
 }
+}  // namespace
 
 bool CompressionPolicy::ShouldCompress(CompressionMode mode, DataType dtype, uint64_t block_bytes,
                                        uint32_t message_blocks, int peer, transport::MemoryType memory, uint64_t tensor) {
@@ -21,6 +30,11 @@ bool CompressionPolicy::ShouldCompress(CompressionMode mode, DataType dtype, uin
   const bool pays = ExpectedToPay(peer, memory, message_blocks);
   PathState& path = Path(peer, memory);
   if (pays != path.last_choice) {
+    UCCLZIP_LOG(kDebug) << "auto: blocks to peer " << peer << " from " << transport::MemoryTypeName(memory)
+                        << " memory now go " << (pays ? "compressed" : "plain") << " (link "
+                        << Estimate(link_rate(peer, memory), 1e9, " GB/s") << ", codec "
+                        << Estimate(codec_rate(memory), 1e9, " GB/s") << ", ratio " << Estimate(ratio(memory), 1, "")
+                        << ", messages of " << message_blocks << " blocks)";
     path.last_choice = pays;
     path.since_probe = 0;
     path.probe_interval = pays ? kFirstPlainProbe : kFirstCompressedProbe;
@@ -89,6 +103,9 @@ void CompressionPolicy::Record(int peer, transport::MemoryType memory, uint64_t 
   Bypass& bypass = bypass_[key];
   bypass.length = bypass.length == 0 ? kBypassBlocks : std::min(2 * bypass.length, kMaxBypassBlocks);
   bypass.remaining = bypass.length;
+  UCCLZIP_LOG(kDebug) << "auto: tensor " << absl::StrFormat("%#x", tensor) << " to peer " << peer
+                      << " did not compress (" << payload_bytes << " B to " << frame_bytes << " B); its next "
+                      << bypass.length << " blocks go plain";
 }
 
 }  // namespace ucclzip::pipeline

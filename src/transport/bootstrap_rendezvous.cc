@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "logging/logging.h"
 #include "transport/bootstrap.h"
 #include "transport/bootstrap_wire.h"
 #include "transport/status_context.h"
@@ -176,10 +177,17 @@ absl::StatusOr<std::unique_ptr<Bootstrap>> Bootstrap::Create(const BootstrapConf
     if (config.listen_fd >= 0) Socket adopted(config.listen_fd);  // adopted even when unusable: never leaked
     return s;
   }
-  const absl::Time deadline = absl::Now() + config.timeout;
+  const absl::Time start = absl::Now(), deadline = start + config.timeout;
+  UCCLZIP_LOG(kDebug) << "rank " << config.rank << " of " << config.world_size << ": bootstrap rendezvous at "
+                      << config.host << ":" << config.port << (config.listen_fd >= 0 ? " (inherited socket)" : "");
   absl::StatusOr<std::vector<Socket>> peers =
       config.rank == 0 ? AdmitAll(config, deadline) : Join(config, deadline);
-  if (!peers.ok()) return peers.status();
+  if (!peers.ok()) {
+    UCCLZIP_LOG(kWarning) << peers.status();
+    return peers.status();
+  }
+  UCCLZIP_LOG(kDebug) << "rank " << config.rank << ": bootstrap mesh of " << config.world_size << " ranks formed in "
+                      << absl::FormatDuration(absl::Now() - start);
   return std::unique_ptr<Bootstrap>(new Bootstrap(config.rank, std::move(*peers)));
 }
 

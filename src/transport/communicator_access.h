@@ -1,5 +1,5 @@
-// The library's own way into a Communicator: the layers above the transport (the pipeline, and
-// for now the benchmark and the tests) reach its bootstrap and transport through here.
+// The library's own way into a Communicator: the pipeline and the tests reach its bootstrap and
+// transport through here (the benchmarks and examples use the public API alone).
 #pragma once
 
 #include "transport/bootstrap.h"

@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -26,6 +27,8 @@ class Socket {
   int fd() const { return fd_; }
   bool valid() const { return fd_ >= 0; }
   void Close();
+  // Gives the descriptor up without closing it.
+  int Release() { return std::exchange(fd_, -1); }
 
  private:
   int fd_ = -1;

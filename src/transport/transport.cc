@@ -12,6 +12,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "logging/logging.h"
 #include "transport/staging_path.h"
 #include "transport/status_context.h"
 #include "transport/wire_bytes.h"
@@ -84,6 +85,10 @@ absl::StatusOr<std::unique_ptr<Transport>> Transport::Create(Bootstrap& bootstra
   for (int r = 0; r < transport->size_; ++r) transport->peers_[r].bootstrap_fd = bootstrap.peer_fd(r);
   transport->peer_error_handling_ = WantsPeerErrorHandling(options.ucx_transports);
   if (absl::Status s = transport->ConnectEndpoints(addresses); !s.ok()) return s;
+  UCCLZIP_LOG(kDebug) << "rank " << rank << ": UCX endpoints to " << transport->size_ - 1 << " peers created (transports "
+                      << (options.ucx_transports.empty() ? "UCX's choice" : options.ucx_transports)
+                      << ", UCX peer error handling " << (transport->peer_error_handling_ ? "on" : "off")
+                      << ", device memory " << (transport->device_memory_direct() ? "direct" : "staged") << ")";
   transport->wake_fd_ = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (transport->wake_fd_ < 0) return absl::InternalError(absl::StrCat("rank ", rank, ": eventfd failed"));
   transport->progress_thread_ = std::thread([t = transport.get()] { t->ProgressLoop(); });
@@ -241,6 +246,7 @@ void Transport::Abort(const absl::Status& why) {
     aborted_ = why.ok() ? absl::CancelledError("aborted") : why;
     abort_pending_ = true;
   }
+  UCCLZIP_LOG(kWarning) << "rank " << rank_ << ": aborting every operation: " << (why.ok() ? "no reason given" : why.ToString());
   Wake();
 }
 

@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "logging/logging.h"
 #include "transport/staging_path.h"
 #include "transport/transport.h"
 
@@ -152,6 +153,10 @@ absl::StatusOr<StagingPath*> Transport::StagingPathFor(MemoryType type, int devi
       StagingPath::Create(std::move(engine), options_.block_bytes, pool_bytes, device);
   if (!created.ok()) return created.status();
   path = std::move(*created);
+  UCCLZIP_LOG(kDebug) << "rank " << rank_ << ": staging " << MemoryTypeName(type) << " memory"
+                      << (type == MemoryType::kDevice ? absl::StrCat(" of device ", device) : "") << " through "
+                      << pool_bytes << " B of pinned host memory (" << blocks << " blocks of " << options_.block_bytes
+                      << " B per direction)";
   return path.get();
 }
 
@@ -353,6 +358,12 @@ void Transport::WatchBootstrapConnections() {
 void Transport::FailPeer(int rank, const absl::Status& why) {
   Peer& peer = peers_[rank];
   if (peer.failure.ok()) {
+    // A shutdown cancels what is left with every peer: no failure to report.
+    if (absl::IsCancelled(why)) {
+      UCCLZIP_LOG(kDebug) << "rank " << rank_ << ": shutting down, closing the connection to peer " << rank;
+    } else {
+      UCCLZIP_LOG(kWarning) << "rank " << rank_ << ": " << why;
+    }
     peer.failure = why;
     CloseEndpoint(peer, /*force=*/true);  // UCX then fails the sends to it
     absl::MutexLock lock(&mutex_);

@@ -10,24 +10,27 @@
 
 #include "absl/strings/str_cat.h"
 #include "transport/socket.h"
+#include "ucclzip/bootstrap.h"
 
 namespace ucclzip::transport {
 namespace {
 
-// Runs `body(rank, config)` for every rank on its own thread; rank 0 gets a reserved port.
+// Runs `body(rank, config)` for every rank on its own thread; rank 0 gets a reserved port
+// (ReservePort, as a launcher does).
 void RunThreads(int world_size, const std::function<void(int, const BootstrapConfig&)>& body) {
-  absl::StatusOr<Socket> listener = ListenTcp("127.0.0.1", 0, 64);
-  ASSERT_TRUE(listener.ok()) << listener.status();
-  const uint16_t port = LocalPort(*listener).value();
+  absl::StatusOr<ReservedPort> reserved = ReservePort("127.0.0.1");
+  ASSERT_TRUE(reserved.ok()) << reserved.status();
+  ASSERT_GT(reserved->port, 0);
+  const Socket listener(reserved->listen_fd);
   std::vector<std::thread> threads;
   for (int rank = 0; rank < world_size; ++rank) {
     BootstrapConfig config;
-    config.port = port;
+    config.port = reserved->port;
     config.rank = rank;
     config.world_size = world_size;
     config.timeout = absl::Seconds(10);
     config.token = "t";
-    if (rank == 0) config.listen_fd = dup(listener->fd());
+    if (rank == 0) config.listen_fd = dup(listener.fd());
     threads.emplace_back(body, rank, config);
   }
   for (auto& thread : threads) thread.join();
@@ -55,6 +58,14 @@ TEST(Bootstrap, AllGatherBarrierAndPointToPointAmongFourRanks) {
     EXPECT_EQ(b.Send(next, uint64_t{1} << 63, "x", deadline).code(), absl::StatusCode::kInvalidArgument);
     EXPECT_EQ(b.Send(rank, 1, "x", deadline).code(), absl::StatusCode::kInvalidArgument);
   });
+}
+
+TEST(Bootstrap, ReservePortNamesAnAddressItCannotUse) {
+  // A documentation address (RFC 5737) that no interface of this host has: bind fails at once.
+  absl::StatusOr<ReservedPort> reserved = ReservePort("192.0.2.1");
+  EXPECT_FALSE(reserved.ok());
+  EXPECT_NE(reserved.status().message().find("reserving a bootstrap port"), std::string::npos) << reserved.status();
+  EXPECT_NE(reserved.status().message().find("192.0.2.1"), std::string::npos) << reserved.status();
 }
 
 TEST(Bootstrap, StrangerIsRefusedAndTheRendezvousGoesOn) {

@@ -1,0 +1,133 @@
+// The UCCLZIP_* defaults of CommunicatorOptions: each variable sets its field where the program
+// left the built-in value, never where the program chose another, and a bad value is an error
+// naming the rank, the variable and the value, whether or not it would apply.
+#include "pipeline/options_environment.h"
+
+#include <gtest/gtest.h>
+#include <fcntl.h>
+#include <stdlib.h>
+
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "ucclzip/communicator.h"
+
+namespace ucclzip::pipeline {
+namespace {
+
+constexpr const char* kVariables[] = {
+    "UCCLZIP_COMPRESS",           "UCCLZIP_OP_TIMEOUT",          "UCCLZIP_SHUTDOWN_TIMEOUT",
+    "UCCLZIP_BLOCK_BYTES",        "UCCLZIP_PIPELINE_BLOCK_BYTES", "UCCLZIP_MIN_COMPRESS_BYTES",
+    "UCCLZIP_STAGING_POOL_BYTES", "UCCLZIP_DEVICE_SLOTS",        "UCCLZIP_WAIT_SPIN",
+    "UCCLZIP_LOG_LEVEL"};
+
+// Starts every test with none of the variables set, whatever the test's own environment holds.
+class OptionsEnvironmentTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (const char* name : kVariables) unsetenv(name);
+  }
+  void TearDown() override { SetUp(); }
+};
+
+TEST_F(OptionsEnvironmentTest, NothingSetChangesNothing) {
+  CommunicatorOptions program;
+  program.pipeline_block_bytes = 1 << 20;
+  absl::StatusOr<CommunicatorOptions> options = WithEnvironmentDefaults(program, 0);
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->pipeline_block_bytes, size_t{1} << 20);
+  EXPECT_EQ(options->compression, CompressionMode::kAuto);
+  EXPECT_EQ(options->op_timeout, absl::Seconds(60));
+  EXPECT_FALSE(options->wait_spin.has_value());
+}
+
+TEST_F(OptionsEnvironmentTest, EveryVariableSetsItsDefault) {
+  setenv("UCCLZIP_COMPRESS", "OFF", 1);
+  setenv("UCCLZIP_OP_TIMEOUT", "90", 1);
+  setenv("UCCLZIP_SHUTDOWN_TIMEOUT", "1500ms", 1);
+  setenv("UCCLZIP_BLOCK_BYTES", "1M", 1);
+  setenv("UCCLZIP_PIPELINE_BLOCK_BYTES", "8m", 1);
+  setenv("UCCLZIP_MIN_COMPRESS_BYTES", "0", 1);
+  setenv("UCCLZIP_STAGING_POOL_BYTES", "1G", 1);
+  setenv("UCCLZIP_DEVICE_SLOTS", "3", 1);
+  setenv("UCCLZIP_WAIT_SPIN", "0", 1);
+  setenv("UCCLZIP_LOG_LEVEL", "debug", 1);
+  absl::StatusOr<CommunicatorOptions> options = WithEnvironmentDefaults(CommunicatorOptions{}, 0);
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->compression, CompressionMode::kOff);
+  EXPECT_EQ(options->op_timeout, absl::Seconds(90));
+  EXPECT_EQ(options->shutdown_timeout, absl::Milliseconds(1500));
+  EXPECT_EQ(options->block_bytes, size_t{1} << 20);
+  EXPECT_EQ(options->pipeline_block_bytes, size_t{8} << 20);
+  EXPECT_EQ(options->min_compress_bytes, 0u);
+  EXPECT_EQ(options->staging_pool_bytes, size_t{1} << 30);
+  EXPECT_EQ(options->device_slots, 3);
+  EXPECT_EQ(options->wait_spin, absl::ZeroDuration());
+}
+
+TEST_F(OptionsEnvironmentTest, WhatTheProgramSetWins) {
+  setenv("UCCLZIP_COMPRESS", "off", 1);
+  setenv("UCCLZIP_PIPELINE_BLOCK_BYTES", "8M", 1);
+  setenv("UCCLZIP_WAIT_SPIN", "20us", 1);
+  CommunicatorOptions program;
+  program.compression = CompressionMode::kOn;
+  program.pipeline_block_bytes = size_t{32} << 20;
+  program.wait_spin = absl::Microseconds(100);
+  absl::StatusOr<CommunicatorOptions> options = WithEnvironmentDefaults(program, 0);
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->compression, CompressionMode::kOn);
+  EXPECT_EQ(options->pipeline_block_bytes, size_t{32} << 20);
+  EXPECT_EQ(options->wait_spin, absl::Microseconds(100));
+}
+
+TEST_F(OptionsEnvironmentTest, BadValuesAreNamed) {
+  const std::vector<std::pair<const char*, const char*>> bad = {
+      {"UCCLZIP_COMPRESS", "sometimes"},       {"UCCLZIP_OP_TIMEOUT", "0"},
+      {"UCCLZIP_OP_TIMEOUT", "soon"},          {"UCCLZIP_SHUTDOWN_TIMEOUT", "-1s"},
+      {"UCCLZIP_BLOCK_BYTES", "0"},            {"UCCLZIP_BLOCK_BYTES", "4 MB"},
+      {"UCCLZIP_PIPELINE_BLOCK_BYTES", "-16M"}, {"UCCLZIP_STAGING_POOL_BYTES", "99999999999999999999G"},
+      {"UCCLZIP_DEVICE_SLOTS", "0"},           {"UCCLZIP_DEVICE_SLOTS", "two"},
+      {"UCCLZIP_WAIT_SPIN", "-5us"},           {"UCCLZIP_LOG_LEVEL", "loud"}};
+  for (const auto& [variable, value] : bad) {
+    SetUp();
+    setenv(variable, value, 1);
+    // Reported even where the program's own value means the variable would not apply.
+    CommunicatorOptions program;
+    program.compression = CompressionMode::kOn;
+    program.block_bytes = size_t{1} << 20;
+    absl::Status status = WithEnvironmentDefaults(program, 3).status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << variable << "=" << value;
+    EXPECT_NE(status.message().find(absl::StrCat("rank 3: ", variable, "='", value, "'")), absl::string_view::npos)
+        << status;
+  }
+}
+
+// Through the public API: a communicator of one rank (no peers to reach).
+TEST_F(OptionsEnvironmentTest, CommunicatorCreateAppliesAndChecksThem) {
+  CommunicatorConfig config;
+  config.bootstrap.rank = 0;
+  config.bootstrap.world_size = 1;
+  config.options.ucx_transports = "tcp";
+  setenv("UCCLZIP_PIPELINE_BLOCK_BYTES", "3M", 1);
+  {
+    absl::StatusOr<std::unique_ptr<Communicator>> communicator = Communicator::Create(config);
+    ASSERT_TRUE(communicator.ok()) << communicator.status();
+    EXPECT_EQ((*communicator)->options().pipeline_block_bytes, size_t{3} << 20);
+    EXPECT_EQ((*communicator)->options().ucx_transports, "tcp");
+  }
+  setenv("UCCLZIP_DEVICE_SLOTS", "many", 1);
+  // An inherited listening socket is closed on this failure too, as the bootstrap would.
+  absl::StatusOr<ReservedPort> reserved = ReservePort();
+  ASSERT_TRUE(reserved.ok()) << reserved.status();
+  config.bootstrap.listen_fd = reserved->listen_fd;
+  absl::Status status = Communicator::Create(config).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("UCCLZIP_DEVICE_SLOTS='many'"), absl::string_view::npos) << status;
+  EXPECT_EQ(fcntl(reserved->listen_fd, F_GETFD), -1);
+}
+
+}  // namespace
+}  // namespace ucclzip::pipeline
