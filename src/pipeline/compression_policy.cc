@@ -16,8 +16,8 @@ std::string Estimate(std::optional<double> value, double scale, const char* unit
 }
 }  // namespace
 
-bool CompressionPolicy::ShouldCompress(CompressionMode mode, DataType dtype, uint64_t block_bytes,
-                                       uint32_t message_blocks, int peer, transport::MemoryType memory, uint64_t tensor) {
+bool CompressionPolicy::ShouldCompress(CompressionMode mode, DataType dtype, uint64_t block_bytes, int peer,
+                                       transport::MemoryType memory, uint64_t tensor) {
   if (mode == CompressionMode::kOff || !IsCompressibleType(dtype) || block_bytes == 0) return false;
   if (mode == CompressionMode::kOn) return true;
   if (block_bytes < min_compress_bytes_) return false;
@@ -27,14 +27,13 @@ bool CompressionPolicy::ShouldCompress(CompressionMode mode, DataType dtype, uin
     return false;
   }
   // The tensor compresses (or it is time to try it again): does compressing pay on this path?
-  const bool pays = ExpectedToPay(peer, memory, message_blocks);
+  const bool pays = ExpectedToPay(peer, memory);
   PathState& path = Path(peer, memory);
   if (pays != path.last_choice) {
     UCCLZIP_LOG(kDebug) << "auto: blocks to peer " << peer << " from " << transport::MemoryTypeName(memory)
-                        << " memory now go " << (pays ? "compressed" : "plain") << " (link "
-                        << Estimate(link_rate(peer, memory), 1e9, " GB/s") << ", codec "
-                        << Estimate(codec_rate(memory), 1e9, " GB/s") << ", ratio " << Estimate(ratio(memory), 1, "")
-                        << ", messages of " << message_blocks << " blocks)";
+                        << " memory now go " << (pays ? "compressed" : "plain") << " (plain "
+                        << Estimate(plain_rate(peer, memory), 1e9, " GB/s") << ", compressed "
+                        << Estimate(compressed_rate(peer, memory), 1e9, " GB/s") << ")";
     path.last_choice = pays;
     path.since_probe = 0;
     path.probe_interval = pays ? kFirstPlainProbe : kFirstCompressedProbe;
@@ -45,19 +44,12 @@ bool CompressionPolicy::ShouldCompress(CompressionMode mode, DataType dtype, uin
   return !pays;
 }
 
-bool CompressionPolicy::ExpectedToPay(int peer, transport::MemoryType memory, uint32_t message_blocks) const {
-  const std::optional<double> link = link_rate(peer, memory);
-  if (!link) return false;  // learn the link first, with plain blocks (no codec time)
-  const std::optional<double> codec = codec_rate(memory), gain = ratio(memory);
-  if (!codec || !gain) return true;  // then the codec
-  // Time per byte of each stage. Compressed, a message of n blocks passes three stages (encode,
-  // the link carrying 1/ratio of the bytes, decode, taken to be as fast as encode) that overlap
-  // across blocks: the first block pays all three, every later one the slowest. Plain, the link
-  // alone.
-  const double encode = 1 / *codec, wire = 1 / (*gain * *link), plain = 1 / *link;
-  const double n = std::max<uint32_t>(message_blocks, 1);
-  const double compressed = encode + wire + encode + (n - 1) * std::max(encode, wire);
-  return n * plain > kMinGain * compressed;
+bool CompressionPolicy::ExpectedToPay(int peer, transport::MemoryType memory) const {
+  const std::optional<double> plain = plain_rate(peer, memory);
+  if (!plain) return false;  // plain blocks first: they cost no codec time
+  const std::optional<double> compressed = compressed_rate(peer, memory);
+  if (!compressed) return true;  // then frames
+  return *compressed > kMinGain * *plain;
 }
 
 CompressionPolicy::PathState& CompressionPolicy::Path(int peer, transport::MemoryType memory) {
@@ -65,35 +57,34 @@ CompressionPolicy::PathState& CompressionPolicy::Path(int peer, transport::Memor
   return paths_[peer][Index(memory)];
 }
 
-std::optional<double> CompressionPolicy::link_rate(int peer, transport::MemoryType memory) const {
+std::optional<double> CompressionPolicy::plain_rate(int peer, transport::MemoryType memory) const {
   if (static_cast<size_t>(peer) >= paths_.size()) return std::nullopt;
-  return paths_[peer][Index(memory)].link.rate();
+  return paths_[peer][Index(memory)].plain.rate();
+}
+
+std::optional<double> CompressionPolicy::compressed_rate(int peer, transport::MemoryType memory) const {
+  if (static_cast<size_t>(peer) >= paths_.size()) return std::nullopt;
+  return paths_[peer][Index(memory)].compressed.rate();
 }
 
 void CompressionPolicy::PlainSendStarted(int peer, transport::MemoryType memory, uint64_t bytes, absl::Time now) {
-  if (bytes >= min_compress_bytes_ && bytes > 0) Path(peer, memory).link.Begin(now);
+  if (bytes >= min_compress_bytes_ && bytes > 0) Path(peer, memory).plain.Begin(now);
 }
 
 void CompressionPolicy::PlainSendDone(int peer, transport::MemoryType memory, uint64_t bytes, bool ok, absl::Time now) {
-  if (bytes >= min_compress_bytes_ && bytes > 0) Path(peer, memory).link.End(now, ok ? bytes : 0);
+  if (bytes >= min_compress_bytes_ && bytes > 0) Path(peer, memory).plain.End(now, ok ? bytes : 0);
 }
 
-void CompressionPolicy::EncodeStarted(transport::MemoryType memory, uint64_t bytes, absl::Time now) {
-  if (bytes > 0) codec_[Index(memory)].Begin(now);
+void CompressionPolicy::CompressedSendStarted(int peer, transport::MemoryType memory, uint64_t bytes, absl::Time now) {
+  if (bytes >= min_compress_bytes_ && bytes > 0) Path(peer, memory).compressed.Begin(now);
 }
 
-void CompressionPolicy::EncodeDone(transport::MemoryType memory, uint64_t bytes, bool ok, absl::Time now) {
-  if (bytes > 0) codec_[Index(memory)].End(now, ok ? bytes : 0);
+void CompressionPolicy::CompressedSendDone(int peer, transport::MemoryType memory, uint64_t bytes, bool ok,
+                                           absl::Time now) {
+  if (bytes >= min_compress_bytes_ && bytes > 0) Path(peer, memory).compressed.End(now, ok ? bytes : 0);
 }
 
-void CompressionPolicy::Record(int peer, transport::MemoryType memory, uint64_t tensor, uint64_t payload_bytes,
-                               uint64_t frame_bytes) {
-  // The path's ratio is that of what compresses; what does not is the bypass's business.
-  if (frame_bytes > 0 && static_cast<double>(payload_bytes) >= kMinRatio * static_cast<double>(frame_bytes)) {
-    const double block_ratio = static_cast<double>(payload_bytes) / static_cast<double>(frame_bytes);
-    std::optional<double>& average = ratio_[Index(memory)];
-    average = average ? (1 - RateMeter::kWeight) * *average + RateMeter::kWeight * block_ratio : block_ratio;
-  }
+void CompressionPolicy::Record(int peer, uint64_t tensor, uint64_t payload_bytes, uint64_t frame_bytes) {
   const uint64_t key = Key(peer, tensor);
   if (static_cast<double>(payload_bytes) >= kMinRatio * static_cast<double>(frame_bytes)) {
     bypass_.erase(key);

@@ -1,8 +1,8 @@
 // The compress-or-not decision for each block a rank sends (docs/PIPELINE.md, "Compress or
-// not"): kAuto compresses a block only where the compressed pipeline is expected to finish
-// first, judged from the rates it observes inside the pipeline (each peer's link on each memory
-// path, the codec on each path, the ratio), probing the other choice now and then; and it
-// remembers which tensors did not compress. Only the pipeline thread uses it.
+// not"): kAuto compresses a block only where the compressed pipeline has been seen to deliver
+// more than the plain one, judged from what each choice delivered inside the pipeline on the
+// same peer and memory path, probing the other choice now and then; and it remembers which
+// tensors did not compress. Only the pipeline thread uses it.
 #pragma once
 
 #include <array>
@@ -29,15 +29,15 @@ class CompressionPolicy {
   static constexpr uint32_t kBypassBlocks = 32;
   static constexpr uint32_t kMaxBypassBlocks = 1024;
 
-  // Compressing must promise this much more throughput than not: a margin for the estimates'
-  // noise, so that a near tie stays uncompressed (which costs no codec time).
+  // Compressing must have delivered this much more than not: a margin for the estimates' noise,
+  // so that a near tie stays uncompressed (which costs no codec time).
   static constexpr double kMinGain = 1.05;
   // After the decision for a (peer, path) changes, the other choice is tried again after a
   // first interval of blocks, then after twice as many each time, up to a limit, so that a link
   // or GPU whose speed changes is noticed. A plain probe while compressing costs little (one
-  // block's gain) and refreshes the link's rate, which only plain blocks measure; a compressed
-  // probe while not compressing may cost ten plain blocks' time where the codec is slow, and the
-  // codec's speed changes rarely, so those probes start later and stay rarer.
+  // block's gain); a compressed probe while not compressing may cost ten plain blocks' time
+  // where the codec is slow, and the codec's speed changes rarely, so those probes start later
+  // and stay rarer.
   static constexpr uint32_t kFirstPlainProbe = 16;
   static constexpr uint32_t kMaxPlainProbe = 1024;
   static constexpr uint32_t kFirstCompressedProbe = 256;
@@ -45,34 +45,35 @@ class CompressionPolicy {
 
   explicit CompressionPolicy(size_t min_compress_bytes) : min_compress_bytes_(min_compress_bytes) {}
 
-  // True to send the block as a frame. `message_blocks`: how many blocks the block's message
-  // (a Send, or one step of a collective) has; fewer blocks overlap less.
-  bool ShouldCompress(CompressionMode mode, DataType dtype, uint64_t block_bytes, uint32_t message_blocks, int peer,
-                      transport::MemoryType memory, uint64_t tensor);
+  // True to send the block as a frame.
+  bool ShouldCompress(CompressionMode mode, DataType dtype, uint64_t block_bytes, int peer, transport::MemoryType memory,
+                      uint64_t tensor);
   // What a compressed block came to.
-  void Record(int peer, transport::MemoryType memory, uint64_t tensor, uint64_t payload_bytes, uint64_t frame_bytes);
+  void Record(int peer, uint64_t tensor, uint64_t payload_bytes, uint64_t frame_bytes);
 
-  // What the pipeline observed: a plain block of `bytes` on its way to `peer` (the link's rate),
-  // and an encode of `bytes` of payload (the codec's rate). Every Started has its Done; a failed
-  // block is done with ok = false. Blocks below min_compress_bytes are not counted: their time
-  // is mostly latency, and kAuto never compresses them.
+  // What the pipeline observed, per block of `bytes` of payload to `peer`: a plain block from
+  // its post to its send's completion, a compressed one from the start of its encode to its
+  // send's completion. Each measures the whole pipeline such a block passes (for a frame: the
+  // encode, the link with fewer bytes, and, through the receiver's late receives, its decode),
+  // overlapped as the pipeline overlaps blocks. Every Started has its Done; a failed block is
+  // done with ok = false. Blocks below min_compress_bytes are not counted: their time is mostly
+  // latency, and kAuto never compresses them.
   void PlainSendStarted(int peer, transport::MemoryType memory, uint64_t bytes, absl::Time now);
   void PlainSendDone(int peer, transport::MemoryType memory, uint64_t bytes, bool ok, absl::Time now);
-  void EncodeStarted(transport::MemoryType memory, uint64_t bytes, absl::Time now);
-  void EncodeDone(transport::MemoryType memory, uint64_t bytes, bool ok, absl::Time now);
+  void CompressedSendStarted(int peer, transport::MemoryType memory, uint64_t bytes, absl::Time now);
+  void CompressedSendDone(int peer, transport::MemoryType memory, uint64_t bytes, bool ok, absl::Time now);
 
-  // The estimates (bytes per second; payload over frame bytes), where there are any.
-  std::optional<double> link_rate(int peer, transport::MemoryType memory) const;
-  std::optional<double> codec_rate(transport::MemoryType memory) const { return codec_[Index(memory)].rate(); }
-  std::optional<double> ratio(transport::MemoryType memory) const { return ratio_[Index(memory)]; }
+  // Payload bytes per second that each choice delivered to `peer` on `memory`, where known.
+  std::optional<double> plain_rate(int peer, transport::MemoryType memory) const;
+  std::optional<double> compressed_rate(int peer, transport::MemoryType memory) const;
 
  private:
   static size_t Index(transport::MemoryType memory) { return memory == transport::MemoryType::kHost ? 0 : 1; }
-  // The model's choice for a block of a message of `message_blocks` to `peer` on `memory`,
-  // before probing.
-  bool ExpectedToPay(int peer, transport::MemoryType memory, uint32_t message_blocks) const;
+  // The choice the rates favour for a block to `peer` on `memory`, before probing.
+  bool ExpectedToPay(int peer, transport::MemoryType memory) const;
   struct PathState {
-    RateMeter link;
+    RateMeter plain;
+    RateMeter compressed;
     bool last_choice = false;
     uint32_t since_probe = 0;
     uint32_t probe_interval = kFirstCompressedProbe;  // last_choice starts at plain
@@ -89,8 +90,6 @@ class CompressionPolicy {
   std::unordered_map<uint64_t, Bypass> bypass_;
   // Per peer, per memory path (host, device).
   std::vector<std::array<PathState, 2>> paths_;
-  std::array<RateMeter, 2> codec_;
-  std::array<std::optional<double>, 2> ratio_;
 };
 
 }  // namespace ucclzip::pipeline

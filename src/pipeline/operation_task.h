@@ -126,7 +126,8 @@ class OperationTask {
     DeviceSlot* slot = nullptr;
     bool slot_borrowed = false;  // the slot of the receive block this one re-encodes
     bool raw_posted = false;
-    bool metered = false;  // a plain block whose time the policy measures the link by
+    // Which of the policy's meters times this block, from its start to its send's completion.
+    enum class Meter : uint8_t { kNone, kPlain, kCompressed } meter = Meter::kNone;
     uint64_t window_bytes = 0;  // taken from the send window while the block is in flight
     absl::Time codec_start;
     std::vector<std::shared_ptr<transport::Request>> requests;

@@ -106,8 +106,7 @@ bool OperationTask::StartSend(TaskContext& context, SendBlock& block) {
   const uint8_t* source = reduced != nullptr ? reduced->result : ChunkAddress(step.chunk, block.index * spec_.block_elements);
   const uint64_t elements = BlockElements(step.chunk.count, block.index);
   const bool compress = context.policy->ShouldCompress(spec_.compression, spec_.dtype, elements * ElementSize(spec_.dtype),
-                                                       BlockCount(step.chunk.count, spec_.block_elements), step.peer,
-                                                       spec_.memory, spec_.tensor);
+                                                       step.peer, spec_.memory, spec_.tensor);
   absl::StatusOr<FramePlan> plan = compress ? PlanFrame(spec_.dtype, elements) : absl::StatusOr<FramePlan>();
   if (!compress || !plan.ok() || !plan->split) {
     StartPlain(context, block, source);
@@ -135,7 +134,7 @@ void OperationTask::StartForward(TaskContext& context, SendBlock& block) {
   if (source.header.kind == BlockKind::kPlain) {
     const uint64_t bytes = source.header.block_elements * ElementSize(spec_.dtype);
     context.policy->PlainSendStarted(spec_.schedule.sends[block.step].peer, memory, bytes, absl::Now());
-    block.metered = true;
+    block.meter = SendBlock::Meter::kPlain;
     PostSend(context, block, source.result, bytes, memory, kRawStream);
     ++context.stats->blocks_bypassed;
   } else {
@@ -155,7 +154,7 @@ void OperationTask::StartPlain(TaskContext& context, SendBlock& block, const uin
   const uint64_t bytes = BlockElements(step.chunk.count, block.index) * ElementSize(spec_.dtype);
   block.envelope = EncodeEnvelope(BlockEnvelope(block, BlockKind::kPlain));
   context.policy->PlainSendStarted(step.peer, spec_.memory, bytes, absl::Now());
-  block.metered = true;
+  block.meter = SendBlock::Meter::kPlain;
   PostSend(context, block, block.envelope.data(), kEnvelopeBytes, MemoryType::kHost, kEnvelopeStream);
   PostSend(context, block, source, bytes, spec_.memory, kRawStream);
   ++context.stats->blocks_bypassed;
@@ -168,12 +167,11 @@ void OperationTask::StartHostFrame(TaskContext& context, SendBlock& block, const
   block.host_frame.reset(new uint8_t[block.plan.max_frame_bytes]);
   const uint64_t payload = elements * ElementSize(spec_.dtype);
   const absl::Time start = absl::Now();
-  context.policy->EncodeStarted(MemoryType::kHost, payload, start);
+  context.policy->CompressedSendStarted(step.peer, MemoryType::kHost, payload, start);
+  block.meter = SendBlock::Meter::kCompressed;
   absl::StatusOr<uint64_t> frame_bytes =
       CompressHost(source, elements, spec_.dtype, block.host_frame.get(), block.plan.max_frame_bytes);
-  const absl::Time end = absl::Now();
-  context.policy->EncodeDone(MemoryType::kHost, payload, frame_bytes.ok(), end);
-  context.stats->codec_seconds += absl::ToDoubleSeconds(end - start);
+  context.stats->codec_seconds += absl::ToDoubleSeconds(absl::Now() - start);
   if (!frame_bytes.ok()) {
     FailBlock("send", block.step, block.index, frame_bytes.status());
     RetireSend(context, block);
@@ -219,7 +217,9 @@ bool OperationTask::StartDeviceFrame(TaskContext& context, SendBlock& block, con
   }
   block.envelope = EncodeEnvelope(BlockEnvelope(block, BlockKind::kFrame));
   PostSend(context, block, block.envelope.data(), kEnvelopeBytes, MemoryType::kHost, kEnvelopeStream);
-  context.policy->EncodeStarted(MemoryType::kDevice, elements * ElementSize(spec_.dtype), block.codec_start);
+  context.policy->CompressedSendStarted(step.peer, MemoryType::kDevice, elements * ElementSize(spec_.dtype),
+                                        block.codec_start);
+  block.meter = SendBlock::Meter::kCompressed;
   block.stage = SendStage::kEncoding;
   return true;
 }
@@ -242,11 +242,7 @@ bool OperationTask::AdvanceEncoding(TaskContext& context, SendBlock& block) {
   absl::Status status = encoded.status();
   // The stream has finished: this reports (and clears) an encoder error without waiting.
   status.Update(slot->codec->StreamStatus(slot->stream));
-  const absl::Time now = absl::Now();
-  context.stats->codec_seconds += absl::ToDoubleSeconds(now - block.codec_start);
-  const SendStep& step = spec_.schedule.sends[block.step];
-  context.policy->EncodeDone(MemoryType::kDevice, BlockElements(step.chunk.count, block.index) * ElementSize(spec_.dtype),
-                             status.ok(), now);
+  context.stats->codec_seconds += absl::ToDoubleSeconds(absl::Now() - block.codec_start);
   if (!status.ok() || !status_.ok()) {
     FailBlock("send", block.step, block.index, status);
     block.stage = SendStage::kSending;  // drains what was posted, then releases the slot
@@ -275,17 +271,19 @@ void OperationTask::SendRest(TaskContext& context, SendBlock& block, const uint8
            kCodedStream);
   const SendStep& step = spec_.schedule.sends[block.step];
   const uint64_t payload = BlockElements(step.chunk.count, block.index) * ElementSize(spec_.dtype);
-  context.policy->Record(step.peer, spec_.memory, spec_.tensor, payload, frame_bytes);
+  context.policy->Record(step.peer, spec_.tensor, payload, frame_bytes);
   ++context.stats->blocks_compressed;
 }
 
 void OperationTask::RetireSend(TaskContext& context, SendBlock& block) {
   const SendStep& step = spec_.schedule.sends[block.step];
-  if (block.metered) {
-    context.policy->PlainSendDone(step.peer, spec_.memory, BlockElements(step.chunk.count, block.index) * ElementSize(spec_.dtype),
-                                  status_.ok(), absl::Now());
-    block.metered = false;
+  const uint64_t payload = BlockElements(step.chunk.count, block.index) * ElementSize(spec_.dtype);
+  if (block.meter == SendBlock::Meter::kPlain) {
+    context.policy->PlainSendDone(step.peer, spec_.memory, payload, status_.ok(), absl::Now());
+  } else if (block.meter == SendBlock::Meter::kCompressed) {
+    context.policy->CompressedSendDone(step.peer, spec_.memory, payload, status_.ok(), absl::Now());
   }
+  block.meter = SendBlock::Meter::kNone;
   // The slot's stream is idle after a successful encode; after a failure ReleaseIdle waits. A
   // borrowed slot goes back with its receive block.
   if (block.slot != nullptr && !block.slot_borrowed) context.send_slots[step.peer]->ReleaseIdle(&block.slot);

@@ -58,6 +58,13 @@ absl::StatusOr<int> ParseCount(absl::string_view text, int min) {
   return value;
 }
 
+absl::StatusOr<bool> ParseSwitch(absl::string_view text) {
+  const std::string name = absl::AsciiStrToLower(absl::StripAsciiWhitespace(text));
+  if (name == "1" || name == "on" || name == "true" || name == "yes") return true;
+  if (name == "0" || name == "off" || name == "false" || name == "no") return false;
+  return absl::InvalidArgumentError("expected 1 or 0 (on/off, true/false, yes/no)");
+}
+
 absl::StatusOr<CompressionMode> ParseCompressionMode(absl::string_view text) {
   const std::string name = absl::AsciiStrToLower(absl::StripAsciiWhitespace(text));
   if (name == "auto") return CompressionMode::kAuto;
@@ -103,6 +110,7 @@ absl::StatusOr<CommunicatorOptions> WithEnvironmentDefaults(const CommunicatorOp
       Apply(rank, "UCCLZIP_WAIT_SPIN", &O::wait_spin,
             [](absl::string_view v) -> absl::StatusOr<std::optional<absl::Duration>> { return ParseTime(v, true); },
             options),
+      Apply(rank, "UCCLZIP_HOLD_STREAM", &O::hold_caller_stream, ParseSwitch, options),
   };
   for (const absl::Status& status : statuses) {
     if (!status.ok()) return status;

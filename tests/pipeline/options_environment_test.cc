@@ -21,7 +21,7 @@ namespace {
 constexpr const char* kVariables[] = {
     "UCCLZIP_COMPRESS",           "UCCLZIP_OP_TIMEOUT",          "UCCLZIP_SHUTDOWN_TIMEOUT",
     "UCCLZIP_BLOCK_BYTES",        "UCCLZIP_PIPELINE_BLOCK_BYTES", "UCCLZIP_MIN_COMPRESS_BYTES",
-    "UCCLZIP_STAGING_POOL_BYTES", "UCCLZIP_DEVICE_SLOTS",        "UCCLZIP_WAIT_SPIN",
+    "UCCLZIP_STAGING_POOL_BYTES", "UCCLZIP_DEVICE_SLOTS",        "UCCLZIP_WAIT_SPIN", "UCCLZIP_HOLD_STREAM",
     "UCCLZIP_LOG_LEVEL"};
 
 // Starts every test with none of the variables set, whatever the test's own environment holds.
@@ -54,6 +54,7 @@ TEST_F(OptionsEnvironmentTest, EveryVariableSetsItsDefault) {
   setenv("UCCLZIP_STAGING_POOL_BYTES", "1G", 1);
   setenv("UCCLZIP_DEVICE_SLOTS", "3", 1);
   setenv("UCCLZIP_WAIT_SPIN", "0", 1);
+  setenv("UCCLZIP_HOLD_STREAM", "off", 1);
   setenv("UCCLZIP_LOG_LEVEL", "debug", 1);
   absl::StatusOr<CommunicatorOptions> options = WithEnvironmentDefaults(CommunicatorOptions{}, 0);
   ASSERT_TRUE(options.ok()) << options.status();
@@ -66,6 +67,7 @@ TEST_F(OptionsEnvironmentTest, EveryVariableSetsItsDefault) {
   EXPECT_EQ(options->staging_pool_bytes, size_t{1} << 30);
   EXPECT_EQ(options->device_slots, 3);
   EXPECT_EQ(options->wait_spin, absl::ZeroDuration());
+  EXPECT_FALSE(options->hold_caller_stream);
 }
 
 TEST_F(OptionsEnvironmentTest, WhatTheProgramSetWins) {
@@ -90,7 +92,7 @@ TEST_F(OptionsEnvironmentTest, BadValuesAreNamed) {
       {"UCCLZIP_BLOCK_BYTES", "0"},            {"UCCLZIP_BLOCK_BYTES", "4 MB"},
       {"UCCLZIP_PIPELINE_BLOCK_BYTES", "-16M"}, {"UCCLZIP_STAGING_POOL_BYTES", "99999999999999999999G"},
       {"UCCLZIP_DEVICE_SLOTS", "0"},           {"UCCLZIP_DEVICE_SLOTS", "two"},
-      {"UCCLZIP_WAIT_SPIN", "-5us"},           {"UCCLZIP_LOG_LEVEL", "loud"}};
+      {"UCCLZIP_WAIT_SPIN", "-5us"},           {"UCCLZIP_HOLD_STREAM", "maybe"},           {"UCCLZIP_LOG_LEVEL", "loud"}};
   for (const auto& [variable, value] : bad) {
     SetUp();
     setenv(variable, value, 1);
