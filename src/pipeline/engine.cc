@@ -222,6 +222,7 @@ void Engine::Submit(std::vector<OperationSpec> specs) {
       if (task->RecvBlocksFrom(peer) > 0 && !recv_out_of_step_[peer].ok()) task->Fail(recv_out_of_step_[peer]);
     }
     task->set_first_sequences(std::move(send), std::move(recv));
+    task->set_number(submitted_count_++);
     submitted_.push_back(std::move(task));
   }
   wake_ = true;

@@ -67,6 +67,7 @@ class Engine {
 
   mutable absl::Mutex mutex_;
   std::vector<std::unique_ptr<OperationTask>> submitted_ ABSL_GUARDED_BY(mutex_);
+  uint64_t submitted_count_ ABSL_GUARDED_BY(mutex_) = 0;  // numbers the tasks, in submission order
   std::vector<uint32_t> next_send_sequence_ ABSL_GUARDED_BY(mutex_);
   std::vector<uint32_t> next_recv_sequence_ ABSL_GUARDED_BY(mutex_);
   std::vector<absl::Status> recv_out_of_step_ ABSL_GUARDED_BY(mutex_);

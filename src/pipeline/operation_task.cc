@@ -4,6 +4,8 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "logging/logging.h"
 
 namespace ucclzip::pipeline {
 
@@ -74,6 +76,14 @@ void OperationTask::BuildLinkOrder() {
         send_order_);
   order(recv_blocks_, recv_step_first_, schedule.recvs.size(), [&](size_t s) { return schedule.recvs[s].peer; },
         recv_order_);
+}
+
+void OperationTask::TraceBlock(const char* direction, int step, uint32_t block, const char* event) const {
+  const bool send = direction[0] == 's';
+  const int peer = send ? spec_.schedule.sends[step].peer : spec_.schedule.recvs[step].peer;
+  UCCLZIP_LOG(kDebug) << "rank " << rank_ << ": operation " << number_ << " (" << spec_.schedule.name << ") " << direction << " step " << step
+                      << " block " << block << (send ? " to" : " from") << " peer " << peer << " " << event << " at "
+                      << absl::StrFormat("%.3f", absl::ToDoubleMilliseconds(absl::Now() - started_)) << " ms";
 }
 
 void OperationTask::set_first_sequences(std::vector<uint32_t> send, std::vector<uint32_t> recv) {

@@ -215,6 +215,7 @@ bool OperationTask::Process(TaskContext& context, RecvBlock& block) {
     return RetireRecv(context, block);
   }
   block.landed = true;
+  TraceBlock("recv", block.step, block.index, "landed");
   const RecvStep& step = spec_.schedule.recvs[block.step];
   const uint64_t elements = BlockElements(step.count, block.index);
   const bool frame = block.header.kind == BlockKind::kFrame;

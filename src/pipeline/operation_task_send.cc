@@ -80,6 +80,7 @@ bool OperationTask::AdvanceSends(TaskContext& context) {
         block.window_bytes = 0;
         break;
       }
+      TraceBlock("send", block.step, block.index, "started");
       ++next_send_[peer];
       moved = true;
     }
@@ -293,6 +294,7 @@ void OperationTask::RetireSend(TaskContext& context, SendBlock& block) {
   context.send_window->Release(step.peer, block.window_bytes);
   block.window_bytes = 0;
   block.stage = SendStage::kDone;
+  TraceBlock("send", block.step, block.index, "done");
   if (RecvBlock* source = SourceBlock(block); source != nullptr && step.source != SendStep::Source::kChunk) {
     --source->consumers;
   }

@@ -1,0 +1,51 @@
+#!/usr/bin/env python3
+"""Summarises the block timelines that UCCLZIP_LOG_LEVEL=debug prints (operation_task.cc's
+TraceBlock) for the last operation of a name: per link, when each block's send started, when it
+landed at the receiver and when the send completed, from the operation's first event on."""
+import collections
+import datetime
+import re
+import sys
+
+LINE = re.compile(r"\[ucclzip D (\S+ \S+) pid \d+ [^\]]*\] rank (\d+): operation (\d+) \((.+?)\) (send|recv) "
+                  r"step (\d+) block (\d+) (?:to|from) peer (\d+) (started|done|landed) at")
+
+
+def main(path, name):
+    events = []
+    for line in open(path, errors="replace"):
+        m = LINE.search(line)
+        if not m or m.group(4) != name:
+            continue
+        when = datetime.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S.%f").timestamp()
+        events.append((when, int(m.group(2)), int(m.group(3)), m.group(5), int(m.group(6)), int(m.group(7)),
+                       int(m.group(8)), m.group(9)))
+    if not events:
+        print(f"{path}: no block events of {name} (was UCCLZIP_LOG_LEVEL=debug set?)")
+        return
+    last = max(e[2] for e in events)  # the same number on every rank
+    events = [e for e in events if e[2] == last]
+    t0 = min(e[0] for e in events)
+    links = collections.defaultdict(list)
+    for when, rank, _, direction, step, block, peer, what in events:
+        src, dst = (rank, peer) if direction == "send" else (peer, rank)
+        links[(src, dst)].append((when - t0, direction, step, block, what))
+    print(f"{path}: {name} (operation {last}), times in ms from its first event")
+    for (src, dst), items in sorted(links.items()):
+        start = {(s, b): t for t, d, s, b, w in items if d == "send" and w == "started"}
+        done = {(s, b): t for t, d, s, b, w in items if d == "send" and w == "done"}
+        landed = {(s, b): t for t, d, s, b, w in items if d == "recv" and w == "landed"}
+        keys = sorted(start, key=lambda k: start[k])
+        if not keys:
+            continue
+        span = max(done.values(), default=0) - min(start.values())
+        print(f"link {src}->{dst}: {len(keys)} blocks in {span * 1e3:.1f} ms")
+        for k in keys:
+            print(f"  step {k[0]} block {k[1]:3}: start {start[k] * 1e3:9.2f}  landed {landed.get(k, float('nan')) * 1e3:9.2f}"
+                  f"  done {done.get(k, float('nan')) * 1e3:9.2f}")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 3:
+        sys.exit("usage: trace_summary.py LOG OPERATION (broadcast, allgather, ...)")
+    main(sys.argv[1], sys.argv[2])
