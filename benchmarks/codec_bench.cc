@@ -1,5 +1,6 @@
 // ucclzip-bench codec: compression ratio against the entropy bound, and compress/decompress
-// latency and throughput, on the CPU reference or the GPU.
+// latency and throughput, on the CPU reference or the GPU; with --vs nvcomp, nvCOMP's batched
+// ANS on the same tensor, timed the same way.
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -8,30 +9,30 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_format.h"
 #include "bench_cli.h"
 #include "bench_registry.h"
+#include "nvcomp_codec.h"
 #include "tensor_gen.h"
 #include "ucclzip/codec.h"
 
 ABSL_FLAG(std::string, device, "cpu", "codec implementation to measure: cpu|gpu");
-ABSL_FLAG(ucclzip::bench::ByteSize, bytes, ucclzip::bench::ByteSize{16 << 20}, "tensor size in bytes (K/M/G)");
+ABSL_FLAG(std::optional<ucclzip::bench::ByteSize>, bytes, std::nullopt,
+          "tensor size in bytes (K/M/G): 16M of --dist by default; with --input, its first N bytes");
 ABSL_FLAG(std::string, input, "",
           "codec: a raw little-endian tensor file of --dtype to measure instead of --dist; weightsync: a folder of "
           "such files to send instead of the model");
 ABSL_FLAG(uint32_t, lane_symbols, 0, "symbols per rANS lane (power of two 16..4096); 0 = automatic");
+ABSL_FLAG(std::string, vs, "", "also measure another codec on the same tensor (GPU only): nvcomp (nvCOMP batched ANS)");
+ABSL_FLAG(std::vector<std::string>, nvcomp_chunk, {"64K"},
+          "--vs nvcomp: chunk sizes (K/M), one row each, e.g. 64K,1M (64K is nvCOMP's default)");
 
 namespace ucclzip::bench {
 namespace {
-
-struct CodecResult {
-  uint64_t bytes = 0, compressed_bytes = 0;
-  double bound_ratio = 0, compress_us = 0, decompress_us = 0;
-  bool roundtrip_ok = false;
-};
 
 double Median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -110,6 +111,8 @@ absl::StatusOr<CodecResult> RunGpu(const std::vector<uint8_t>& tensor, DataType 
   BENCH_CUDA(cudaMalloc(&frame, capacity));
   BENCH_CUDA(cudaMalloc(&output, std::max<size_t>(tensor.size(), 1)));
   BENCH_CUDA(cudaMemcpy(input, tensor.data(), tensor.size(), cudaMemcpyHostToDevice));
+  // A decompression that wrote nothing must not pass for one that wrote the tensor.
+  BENCH_CUDA(cudaMemset(output, 0xA5, tensor.size()));
   absl::Status status;
   r.compress_us = TimeGpuUs([&] { status.Update((*codec)->Compress(input, count, dtype, frame, capacity, stream, options)); }, stream);
   status.Update((*codec)->StreamStatus(stream));
@@ -129,53 +132,133 @@ absl::StatusOr<CodecResult> RunGpu(const std::vector<uint8_t>& tensor, DataType 
 
 absl::StatusOr<std::vector<uint8_t>> LoadTensor(DataType dtype) {
   const std::string path = absl::GetFlag(FLAGS_input);
+  const std::optional<ByteSize> bytes = absl::GetFlag(FLAGS_bytes);
   if (!path.empty()) {
-    std::ifstream file(path, std::ios::binary);
+    std::ifstream file(path, std::ios::binary | std::ios::ate);
     if (!file) return absl::NotFoundError(absl::StrCat("--input ", path, ": cannot open"));
-    std::vector<uint8_t> data((std::istreambuf_iterator<char>(file)), std::istreambuf_iterator<char>());
-    data.resize(data.size() / ElementSize(dtype) * ElementSize(dtype));
+    const uint64_t file_bytes = static_cast<uint64_t>(file.tellg());
+    if (bytes && bytes->bytes > file_bytes) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--input ", path, " holds ", file_bytes, " bytes, fewer than --bytes ", bytes->bytes));
+    }
+    const uint64_t size = (bytes ? bytes->bytes : file_bytes) / ElementSize(dtype) * ElementSize(dtype);
+    std::vector<uint8_t> data(size);
+    file.seekg(0);
+    if (!file.read(reinterpret_cast<char*>(data.data()), static_cast<std::streamsize>(size))) {
+      return absl::DataLossError(absl::StrCat("--input ", path, ": cannot read ", size, " bytes"));
+    }
     return data;
   }
   auto dist = testing::ParseDistribution(absl::GetFlag(FLAGS_dist));
   if (!dist.ok()) return dist.status();
-  const uint64_t count = absl::GetFlag(FLAGS_bytes).bytes / ElementSize(dtype);
+  const uint64_t count = (bytes ? bytes->bytes : uint64_t{16} << 20) / ElementSize(dtype);
   return testing::GenerateTensor(dtype, count, *dist, /*seed=*/42);
+}
+
+// One measured codec: its name in the table and the JSON fields that only it has.
+struct CodecRow {
+  std::string codec, device, extra_json;
+  CodecResult result;
+};
+
+// The nvCOMP chunk sizes that --vs asks for (none without --vs): the flags and the build are
+// checked before anything runs, each size against nvCOMP's limits when it runs.
+absl::StatusOr<std::vector<ByteSize>> RivalChunks(const std::string& device) {
+  const std::string vs = absl::GetFlag(FLAGS_vs);
+  if (vs.empty()) return std::vector<ByteSize>{};
+  if (vs != "nvcomp") return absl::InvalidArgumentError(absl::StrCat("--vs ", vs, ": the one rival known is nvcomp"));
+  if (device != "gpu") return absl::InvalidArgumentError("--vs nvcomp runs on the GPU: add --device gpu");
+  if (absl::StatusOr<std::string> version = NvcompVersion(); !version.ok()) return version.status();
+  std::vector<ByteSize> chunks;
+  for (const std::string& text : absl::GetFlag(FLAGS_nvcomp_chunk)) {
+    std::string error;
+    if (!AbslParseFlag(text, &chunks.emplace_back(), &error)) {
+      return absl::InvalidArgumentError(absl::StrCat("--nvcomp_chunk ", text, ": ", error));
+    }
+  }
+  return chunks;
+}
+
+// "64K", "1M": how the table names a chunk size.
+std::string SizeLabel(uint64_t bytes) {
+  if (bytes % (uint64_t{1} << 20) == 0) return absl::StrCat(bytes >> 20, "M");
+  if (bytes % (uint64_t{1} << 10) == 0) return absl::StrCat(bytes >> 10, "K");
+  return absl::StrCat(bytes);
+}
+
+// nvCOMP on the same tensor, one row per chunk size, timed by the timer that measured ucclzip.
+absl::StatusOr<std::vector<CodecRow>> RunRivals(const std::vector<uint8_t>& tensor, DataType dtype,
+                                                const std::vector<ByteSize>& chunks) {
+  std::vector<CodecRow> rows;
+  if (chunks.empty()) return rows;
+  absl::StatusOr<std::string> version = NvcompVersion();
+  if (!version.ok()) return version.status();
+  for (const ByteSize chunk : chunks) {
+    absl::StatusOr<CodecResult> result = RunNvcompAns(tensor, dtype, chunk.bytes, TimeGpuUs);
+    if (!result.ok()) return result.status();
+    rows.push_back({absl::StrCat("nvcomp-ans/", SizeLabel(chunk.bytes)), "gpu",
+                    absl::StrFormat(", \"nvcomp_version\": \"%s\", \"chunk_bytes\": %llu", *version,
+                                    static_cast<unsigned long long>(chunk.bytes)),
+                    *result});
+  }
+  return rows;
+}
+
+void PrintRows(const std::vector<CodecRow>& rows, DataType dtype, uint64_t bytes, const EntropyReport& entropy) {
+  const std::string source = absl::GetFlag(FLAGS_input).empty() ? absl::GetFlag(FLAGS_dist) : absl::GetFlag(FLAGS_input);
+  if (!absl::GetFlag(FLAGS_json)) {
+    std::printf("%-16s %-8s %-4s %-16s %12s %12s %7s %7s %7s %12s %12s %10s %10s %s\n", "codec", "dtype", "dev", "dist",
+                "bytes", "compressed", "ratio", "bound", "of_bnd", "compress_us", "decomp_us", "comp_GB/s", "dec_GB/s",
+                "ok");
+  }
+  for (const CodecRow& row : rows) {
+    const CodecResult& r = row.result;
+    const double ratio = r.compressed_bytes ? double(bytes) / r.compressed_bytes : 0;
+    const double c_gbps = bytes / (r.compress_us * 1e3), d_gbps = bytes / (r.decompress_us * 1e3);
+    if (absl::GetFlag(FLAGS_json)) {
+      std::printf(
+          "{\"codec\": \"%s\", \"dtype\": \"%s\", \"device\": \"%s\", \"dist\": \"%s\", \"bytes\": %llu, "
+          "\"compressed_bytes\": %llu, \"ratio\": %.4f, \"bound_ratio\": %.4f, \"symbol_bound_ratio\": %.4f, "
+          "\"compress_us\": %.2f, \"decompress_us\": %.2f, \"compress_gbps\": %.2f, \"decompress_gbps\": %.2f, "
+          "\"roundtrip_ok\": %s%s}\n",
+          row.codec.c_str(), DataTypeName(dtype), row.device.c_str(), source.c_str(),
+          static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(r.compressed_bytes), ratio,
+          entropy.bound_ratio, entropy.symbol_bound_ratio, r.compress_us, r.decompress_us, c_gbps, d_gbps,
+          r.roundtrip_ok ? "true" : "false", row.extra_json.c_str());
+    } else {
+      std::printf("%-16s %-8s %-4s %-16s %12llu %12llu %7.4f %7.4f %7.4f %12.2f %12.2f %10.2f %10.2f %s\n",
+                  row.codec.c_str(), DataTypeName(dtype), row.device.c_str(), source.c_str(),
+                  static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(r.compressed_bytes), ratio,
+                  entropy.bound_ratio, ratio / entropy.bound_ratio, r.compress_us, r.decompress_us, c_gbps, d_gbps,
+                  r.roundtrip_ok ? "yes" : "NO");
+    }
+  }
+}
+
+int Fail(const char* what, const absl::Status& status) {
+  std::fprintf(stderr, "%s%s\n", what, std::string(status.message()).c_str());
+  return status.code() == absl::StatusCode::kInvalidArgument || status.code() == absl::StatusCode::kNotFound ? 2 : 1;
 }
 
 int CodecMain(const std::vector<std::string>&) {
   auto dtype = ParseDataType(absl::GetFlag(FLAGS_dtype));
-  if (!dtype.ok()) return std::fprintf(stderr, "%s\n", std::string(dtype.status().message()).c_str()), 2;
+  if (!dtype.ok()) return Fail("", dtype.status());
   auto tensor = LoadTensor(*dtype);
-  if (!tensor.ok()) return std::fprintf(stderr, "%s\n", std::string(tensor.status().message()).c_str()), 2;
+  if (!tensor.ok()) return Fail("", tensor.status());
   const std::string device = absl::GetFlag(FLAGS_device);
   if (device != "cpu" && device != "gpu") return std::fprintf(stderr, "--device must be cpu or gpu\n"), 2;
+  const auto rival_chunks = RivalChunks(device);
+  if (!rival_chunks.ok()) return Fail("", rival_chunks.status());
   const CodecOptions options{.compress = true, .lane_symbols = absl::GetFlag(FLAGS_lane_symbols)};
   auto result = device == "gpu" ? RunGpu(*tensor, *dtype, options) : RunCpu(*tensor, *dtype, options);
-  if (!result.ok()) return std::fprintf(stderr, "codec benchmark failed: %s\n", result.status().ToString().c_str()), 1;
+  if (!result.ok()) return Fail("codec benchmark failed: ", result.status());
+  std::vector<CodecRow> rows{{"ucclzip", device, "", *result}};
+  auto rivals = RunRivals(*tensor, *dtype, *rival_chunks);
+  if (!rivals.ok()) return Fail("nvCOMP benchmark failed: ", rivals.status());
+  rows.insert(rows.end(), rivals->begin(), rivals->end());
   const EntropyReport entropy = MeasureEntropy(tensor->data(), tensor->size() / ElementSize(*dtype), *dtype);
-  const uint64_t bytes = tensor->size();
-  const double ratio = result->compressed_bytes ? double(bytes) / result->compressed_bytes : 0;
-  const double c_gbps = bytes / (result->compress_us * 1e3), d_gbps = bytes / (result->decompress_us * 1e3);
-  const std::string source = absl::GetFlag(FLAGS_input).empty() ? absl::GetFlag(FLAGS_dist) : absl::GetFlag(FLAGS_input);
-  if (absl::GetFlag(FLAGS_json)) {
-    std::printf(
-        "{\"dtype\": \"%s\", \"device\": \"%s\", \"dist\": \"%s\", \"bytes\": %llu, \"compressed_bytes\": %llu, "
-        "\"ratio\": %.4f, \"bound_ratio\": %.4f, \"symbol_bound_ratio\": %.4f, \"compress_us\": %.2f, "
-        "\"decompress_us\": %.2f, \"compress_gbps\": %.2f, \"decompress_gbps\": %.2f, \"roundtrip_ok\": %s}\n",
-        DataTypeName(*dtype), device.c_str(), source.c_str(), static_cast<unsigned long long>(bytes),
-        static_cast<unsigned long long>(result->compressed_bytes), ratio, entropy.bound_ratio,
-        entropy.symbol_bound_ratio, result->compress_us, result->decompress_us, c_gbps, d_gbps,
-        result->roundtrip_ok ? "true" : "false");
-  } else {
-    std::printf("%-8s %-4s %-16s %12s %12s %7s %7s %7s %12s %12s %10s %10s %s\n", "dtype", "dev", "dist", "bytes",
-                "compressed", "ratio", "bound", "of_bnd", "compress_us", "decomp_us", "comp_GB/s", "dec_GB/s", "ok");
-    std::printf("%-8s %-4s %-16s %12llu %12llu %7.4f %7.4f %7.4f %12.2f %12.2f %10.2f %10.2f %s\n", DataTypeName(*dtype),
-                device.c_str(), source.c_str(), static_cast<unsigned long long>(bytes),
-                static_cast<unsigned long long>(result->compressed_bytes), ratio, entropy.bound_ratio,
-                ratio / entropy.bound_ratio, result->compress_us, result->decompress_us, c_gbps, d_gbps,
-                result->roundtrip_ok ? "yes" : "NO");
-  }
-  return result->roundtrip_ok ? 0 : 1;
+  PrintRows(rows, *dtype, tensor->size(), entropy);
+  return std::all_of(rows.begin(), rows.end(), [](const CodecRow& row) { return row.result.roundtrip_ok; }) ? 0 : 1;
 }
 
 const RegisterSubcommand kRegister("codec", "codec ratio vs entropy bound, compress/decompress latency and GB/s",

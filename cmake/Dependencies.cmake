@@ -7,4 +7,9 @@ if(UCCLZIP_BUILD_TESTS)
 endif()
 if(UCCLZIP_BUILD_BENCHMARKS)
   find_package(benchmark REQUIRED)
+  # Optional: nvCOMP 6, which `ucclzip-bench codec --vs nvcomp` measures beside ucclzip. The
+  # nvidia-libnvcomp-cu13 wheel ships its CMake package: point nvcomp_DIR at
+  # <wheel>/nvidia/libnvcomp/lib64/cmake/nvcomp or CMAKE_PREFIX_PATH at <wheel>/nvidia/libnvcomp.
+  find_package(nvcomp 6 CONFIG QUIET COMPONENTS nvcomp PATH_SUFFIXES lib64/cmake/nvcomp)
+  message(STATUS "nvCOMP for the codec benchmark: ${nvcomp_FOUND} ${nvcomp_VERSION}")
 endif()

@@ -2,8 +2,39 @@
 # Codec benchmark on the GPU machine: the issue's target table (bf16 Gaussians at 1 MB, 16 MB and
 # 256 MB), the ratio of every type and distribution against its entropy bound, and a sweep of
 # the lane length that trades ratio for latency. Writes $OUT/codec.jsonl and prints tables.
+# CODEC_BENCH=nvcomp instead measures ucclzip and nvCOMP's batched ANS (64 KiB and 1 MiB chunks)
+# side by side, on Gaussians and on the corpus in $CORPUS (scripts/make-corpus; scripts/gpu-run
+# builds it from what scripts/gpu-gather --corpus exported), and writes $OUT/nvcomp.jsonl.
 set -euo pipefail
 bench="${BUILD:-build}/benchmarks/ucclzip-bench"
+
+if [[ "${CODEC_BENCH:-full}" == nvcomp ]]; then
+  jsonl="$OUT/nvcomp.jsonl"
+  : >"$jsonl"
+  vs() { "$bench" codec --device gpu --json --iters 30 --warmup 5 --vs nvcomp --nvcomp_chunk 64K,1M "$@" >>"$jsonl"; }
+  [[ -n "${CORPUS:-}" ]] || echo "no corpus (\$CORPUS unset): Gaussians only"
+  for bytes in 1M 16M 256M; do
+    vs --dtype bf16 --dist gaussian:0.02 --bytes "$bytes"
+    vs --dtype fp32 --dist gaussian:1 --bytes "$bytes"
+    vs --dtype fp16 --dist gaussian:0.02 --bytes "$bytes"
+    if [[ -n "${CORPUS:-}" ]]; then
+      for dtype in bf16 fp16 fp32; do vs --dtype "$dtype" --input "$CORPUS/$dtype.bin" --bytes "$bytes"; done
+    fi
+  done
+  if [[ -n "${CORPUS:-}" ]]; then
+    for dtype in fp8e4m3 fp8e5m2; do vs --dtype "$dtype" --input "$CORPUS/$dtype.bin" --bytes 16M; done
+  fi
+  python3 - "$jsonl" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+print(f"{'input':22} {'dtype':8} {'bytes':>10} {'codec':16} {'ratio':>7} {'comp_us':>9} {'dec_us':>9} {'comp_GB/s':>10} {'dec_GB/s':>10} ok")
+for r in rows:
+    source = r["dist"].rsplit("/", 1)[-1]
+    print(f"{source:22} {r['dtype']:8} {r['bytes']:>10} {r['codec']:16} {r['ratio']:7.4f} {r['compress_us']:9.1f} "
+          f"{r['decompress_us']:9.1f} {r['compress_gbps']:10.1f} {r['decompress_gbps']:10.1f} {r['roundtrip_ok']}")
+PY
+  exit 0
+fi
 jsonl="$OUT/codec.jsonl"
 : >"$jsonl"
 : >"$OUT/lanes.jsonl"

@@ -1,0 +1,40 @@
+// nvCOMP's batched ANS codec, measured beside ucclzip by `ucclzip-bench codec --vs nvcomp`.
+//
+// nvCOMP is an optional, benchmark-only dependency: nvcomp_codec.cc calls it where CMake found
+// it, nvcomp_codec_absent.cc answers in a build without it. The caller hands in its own timer,
+// so that both codecs are measured by exactly the same method.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "ucclzip/types.h"
+
+namespace ucclzip::bench {
+
+// What the codec benchmark reports for one codec on one tensor.
+struct CodecResult {
+  uint64_t compressed_bytes = 0;
+  double compress_us = 0, decompress_us = 0;
+  bool roundtrip_ok = false;
+};
+
+// Times `op`, which enqueues its work on `stream`, and returns microseconds.
+using GpuTimer = std::function<double(const std::function<void()>& op, cudaStream_t stream)>;
+
+// nvCOMP's version ("6.0.0"), or why this build cannot run it.
+absl::StatusOr<std::string> NvcompVersion();
+
+// Compresses `tensor` (host memory, `dtype` elements) on the current GPU with nvCOMP's batched
+// ANS in chunks of `chunk_bytes` (the last may be shorter), decompresses it and compares the
+// result bit for bit. compressed_bytes counts every chunk's payload and the 8-byte size of each
+// chunk, which the batched API needs back to decode.
+absl::StatusOr<CodecResult> RunNvcompAns(const std::vector<uint8_t>& tensor, DataType dtype, uint64_t chunk_bytes,
+                                         const GpuTimer& time);
+
+}  // namespace ucclzip::bench
