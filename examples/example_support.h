@@ -47,15 +47,21 @@ inline std::vector<uint16_t> GaussianBf16(size_t count, float sigma, uint64_t se
   return out;
 }
 
-// A flag value from argv: "--name=value", else `fallback`.
-inline long Flag(int argc, char** argv, const char* name, long fallback) {
+// A flag's text from argv: "--name=value", else `fallback`.
+inline const char* TextFlag(int argc, char** argv, const char* name, const char* fallback) {
   const size_t length = std::strlen(name);
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--", 2) == 0 && std::strncmp(argv[i] + 2, name, length) == 0 && argv[i][2 + length] == '=') {
-      return std::strtol(argv[i] + 3 + length, nullptr, 10);
+      return argv[i] + 3 + length;
     }
   }
   return fallback;
+}
+
+// A flag's number from argv: "--name=value", else `fallback`.
+inline long Flag(int argc, char** argv, const char* name, long fallback) {
+  const char* text = TextFlag(argc, argv, name, nullptr);
+  return text == nullptr ? fallback : std::strtol(text, nullptr, 10);
 }
 
 }  // namespace example
