@@ -7,6 +7,7 @@
 #   BUILD   build folder (default: build)     ITERS  timed iterations (default 5)
 #   RANKS   ranks (default 4)                 CASE_TIMEOUT  seconds per case (default 300)
 #   COLLECTIVES  operations to run (default: all four)
+#   PERFTEST_PAIRS  how many ucx_perftest pairs run at once, each count a run (default: "1 RANKS-1 RANKS")
 set -uo pipefail
 bench="${BUILD:-build}/benchmarks/ucclzip-bench"
 OUT=${OUT:?set OUT to the folder for the logs}
@@ -34,7 +35,7 @@ run() {
 for name in tcp shm; do
   # One pair, and as many pairs at once as the ring (ranks) and the chain (ranks - 1) have links:
   # the pairs share the host as the ring's links do.
-  for pairs in 1 $((ranks - 1)) "$ranks"; do
+  for pairs in ${PERFTEST_PAIRS:-1 $((ranks - 1)) $ranks}; do
     perftest_pairs "$name" "${transports[$name]}" tag_bw 268435456 "${PERFTEST_ITERS:-40}" "$pairs" |
       awk -v n="$name" -v p="$pairs" '{s += $7; c++} END {if (c) printf "{\"tls_name\":\"%s\",\"bench\":\"ucx_perftest\",\"pairs\":%d,\"size\":268435456,\"busbw_GBps\":%.4f}\n", n, p, s / c * 1048576 / 1e9}' \
         >>"$summary"
