@@ -139,6 +139,12 @@ void OperationTask::StartForward(TaskContext& context, SendBlock& block) {
     PostSend(context, block, source.result, bytes, memory, kRawStream);
     ++context.stats->blocks_bypassed;
   } else {
+    // Frames forwarded count as compressed traffic: where blocks are forwarded (rings,
+    // chains) most of what a compressed link carries is theirs, as most of a plain link's is
+    // plain forwards.
+    context.policy->CompressedSendStarted(spec_.schedule.sends[block.step].peer, memory,
+                                          source.header.block_elements * ElementSize(spec_.dtype), absl::Now());
+    block.meter = SendBlock::Meter::kCompressed;
     const uint8_t* frame = source.slot != nullptr ? source.slot->frame : source.host_frame.get();
     const uint8_t* head = source.slot != nullptr ? source.slot->head : source.host_frame.get();
     PostSend(context, block, frame + source.plan.raw_offset, source.plan.raw_bytes, memory, kRawStream);
