@@ -14,10 +14,8 @@ absl::Hex Address(const void* pointer) { return absl::Hex(reinterpret_cast<uintp
 std::string OperationName(int rank, pipeline::OperationKind kind, uint64_t count, DataType dtype, ReduceOp op, int root) {
   std::string name = absl::StrCat("rank ", rank, ": ", pipeline::OperationKindName(kind), " (", count, " elements of ",
                                   DataTypeName(dtype));
-  if (kind == pipeline::OperationKind::kReduceScatter || kind == pipeline::OperationKind::kAllReduce) {
-    absl::StrAppend(&name, ", ", ReduceOpName(op));
-  }
-  if (kind == pipeline::OperationKind::kBroadcast) absl::StrAppend(&name, ", root ", root);
+  if (pipeline::KindReduces(kind)) absl::StrAppend(&name, ", ", ReduceOpName(op));
+  if (pipeline::KindHasRoot(kind)) absl::StrAppend(&name, ", root ", root);
   return absl::StrCat(name, ")");
 }
 

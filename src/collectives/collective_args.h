@@ -36,7 +36,7 @@ absl::Status CheckArgs(const CollectiveArgs& args);
 // True when sendbuff is exactly recvbuff + in_place_offset elements.
 bool InPlace(const CollectiveArgs& args);
 
-// "rank 2: allreduce (1000 elements of bf16, sum)"; `op` for reductions, `root` for broadcast.
+// "rank 2: allreduce (1000 elements of bf16, sum)"; `op` for reductions, `root` for broadcast and reduce.
 std::string OperationName(int rank, pipeline::OperationKind kind, uint64_t count, DataType dtype, ReduceOp op, int root);
 
 // The engine's call for a checked collective.
