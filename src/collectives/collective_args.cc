@@ -39,6 +39,9 @@ bool InPlace(const CollectiveArgs& args) {
 
 absl::Status CheckArgs(const CollectiveArgs& args) {
   auto invalid = [&](auto... why) { return absl::InvalidArgumentError(absl::StrCat(args.name, ": ", why...)); };
+  if (args.root && (*args.root < 0 || *args.root >= args.world_size)) {
+    return invalid("root ", *args.root, " is not a rank of ", args.world_size);
+  }
   if (!IsValidDataType(static_cast<uint8_t>(args.dtype))) return invalid("invalid dtype ", static_cast<int>(args.dtype));
   if (args.reduces) {
     if (!IsValidReduceOp(static_cast<uint8_t>(args.op))) return invalid("invalid reduction operator ", static_cast<int>(args.op));

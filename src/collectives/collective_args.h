@@ -1,10 +1,11 @@
-// Checks of a collective's arguments on the calling rank, before anything is posted: types
-// and operators it supports, the root, sizes that overflow, and buffers that overlap other
+// Checks of a collective's arguments on the calling rank, before anything is posted: the root,
+// types and operators it supports, sizes that overflow, and buffers that overlap other
 // than in NCCL's in-place layout. Errors name the rank, the operation and the sizes.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -28,6 +29,7 @@ struct CollectiveArgs {
   bool reduces = false;
   ReduceOp op = ReduceOp::kSum;
   int world_size = 1;
+  std::optional<int> root;  // broadcast's and reduce's: must be a rank
 };
 
 // OK, or InvalidArgument explaining what is wrong.

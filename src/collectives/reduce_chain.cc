@@ -59,10 +59,8 @@ Operation Communicator::Reduce(const void* sendbuff, void* recvbuff, size_t coun
       .dtype = dtype,
       .reduces = true,
       .op = op,
-      .world_size = size()};
-  if (root < 0 || root >= size()) {
-    return Failed(absl::InvalidArgumentError(absl::StrCat(args.name, ": root ", root, " is not a rank of ", size())));
-  }
+      .world_size = size(),
+      .root = root};
   if (absl::Status s = collectives::CheckArgs(args); !s.ok()) return Failed(s);
   return Submit(collectives::MakeCall(
       collectives::ChainReduce(rank(), size(), count, op, root, is_root && collectives::InPlace(args)), args, stream,
