@@ -1,6 +1,6 @@
 // NCCL's communicator lifecycle and queries over ucclzip's Communicator and bootstrap: the
 // 128-byte ncclUniqueId is ucclzip's UniqueId (rank 0's address and port and a random token),
-// and the communicator's options come from the environment (environment.h).
+// and the communicator's options come from the UCCLZIP_* variables (docs/CONFIGURATION.md).
 #include <nccl.h>
 
 #include <cstring>
@@ -29,20 +29,19 @@ int CurrentCudaDevice() {
   return device;
 }
 
-// Creates `comm`'s Communicator: the bootstrap from the id, the options from the environment.
+// Creates `comm`'s Communicator: the bootstrap from the id; the options are the built-in ones,
+// which Communicator::Create overrides with the UCCLZIP_* variables that are set.
 absl::Status Create(ncclComm* comm, int nranks, const ncclUniqueId& id, int rank) {
-  absl::StatusOr<ShimSettings> settings = SettingsFromEnvironment();
-  if (!settings.ok()) return settings.status();
   UniqueId ucclzip_id;
   std::memcpy(ucclzip_id.bytes.data(), id.internal, ucclzip_id.bytes.size());
   absl::StatusOr<BootstrapConfig> bootstrap = BootstrapConfigFromUniqueId(ucclzip_id, rank, nranks);
   if (!bootstrap.ok()) return bootstrap.status();
-  bootstrap->timeout = settings->bootstrap_timeout;
-  absl::StatusOr<std::unique_ptr<Communicator>> communicator =
-      Communicator::Create({.bootstrap = *bootstrap, .options = settings->options});
+  absl::StatusOr<absl::Duration> timeout = BootstrapTimeoutFromEnvironment(bootstrap->timeout);
+  if (!timeout.ok()) return timeout.status();
+  bootstrap->timeout = *timeout;
+  absl::StatusOr<std::unique_ptr<Communicator>> communicator = Communicator::Create({.bootstrap = *bootstrap});
   if (!communicator.ok()) return communicator.status();
   comm->communicator = std::move(*communicator);
-  comm->op_timeout = settings->options.op_timeout;
   return absl::OkStatus();
 }
 
@@ -88,7 +87,7 @@ ncclResult_t Destroy(ncclComm_t comm, bool abort, const char* function) {
       if (abort) {
         comm->communicator->Abort();
       } else {
-        comm->WaitForAll(comm->op_timeout);
+        comm->WaitForAll(comm->communicator->options().op_timeout);
       }
     }
     delete comm;
@@ -131,7 +130,7 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId c
 
 ncclResult_t ncclCommFinalize(ncclComm_t comm) {
   if (absl::Status usable = CheckUsable(comm, "ncclCommFinalize"); !usable.ok()) return Report(usable);
-  comm->WaitForAll(comm->op_timeout);
+  comm->WaitForAll(comm->communicator->options().op_timeout);
   return ncclSuccess;
 }
 

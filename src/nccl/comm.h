@@ -20,7 +20,6 @@ struct ncclComm {
   std::unique_ptr<ucclzip::Communicator> communicator;
   bool creating = false;  // its creation waits for the end of the open group
   int cuda_device = -1;  // -1 where no CUDA device is usable
-  absl::Duration op_timeout = absl::Seconds(60);
 
   // Remembers an operation until it completes; its failure becomes the async error.
   void Track(const ucclzip::Operation& operation);

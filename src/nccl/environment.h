@@ -1,19 +1,16 @@
-// The shim's settings come from the environment, since NCCL's API has no place for them:
-// UCCLZIP_COMPRESS and the others of docs/NCCL_API.md, read at each ncclCommInitRank.
+// The shim's own setting. Communicator::Create reads every other UCCLZIP_* variable itself
+// (docs/CONFIGURATION.md); but ncclCommInitRank has no place for a rendezvous deadline, which
+// BootstrapConfigFromEnvironment reads from UCCLZIP_BOOTSTRAP_TIMEOUT, so the shim reads that
+// variable for the configurations it makes from an ncclUniqueId.
 #pragma once
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "ucclzip/communicator.h"
 
 namespace ucclzip::nccl {
 
-struct ShimSettings {
-  CommunicatorOptions options;
-  absl::Duration bootstrap_timeout = absl::Seconds(60);
-};
-
-// The settings, or InvalidArgument naming the variable whose value is malformed.
-absl::StatusOr<ShimSettings> SettingsFromEnvironment();
+// UCCLZIP_BOOTSTRAP_TIMEOUT (whole seconds, 1 to 86400), `fallback` where it is unset, or
+// InvalidArgument naming the variable and its value.
+absl::StatusOr<absl::Duration> BootstrapTimeoutFromEnvironment(absl::Duration fallback);
 
 }  // namespace ucclzip::nccl

@@ -1,10 +1,11 @@
 // The shim's pieces below the C API: which ncclResult_t each kind of failure becomes, the
-// last error kept per thread, and the settings read from the environment.
+// last error kept per thread, and the one setting it reads from the environment itself.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "nccl/environment.h"
 #include "nccl/status.h"
 
@@ -35,46 +36,27 @@ TEST(NcclStatus, TheLastErrorIsPerThreadAndKeptOverSuccesses) {
 
 class NcclEnvironment : public ::testing::Test {
  protected:
-  void TearDown() override {
-    for (const char* name : {"UCCLZIP_COMPRESS", "UCCLZIP_OP_TIMEOUT", "UCCLZIP_PIPELINE_BLOCK_BYTES",
-                             "UCCLZIP_BOOTSTRAP_TIMEOUT"}) {
-      unsetenv(name);
-    }
-  }
+  void TearDown() override { unsetenv("UCCLZIP_BOOTSTRAP_TIMEOUT"); }
 };
 
-TEST_F(NcclEnvironment, DefaultsAreTheCommunicatorsDefaults) {
-  absl::StatusOr<ShimSettings> settings = SettingsFromEnvironment();
-  ASSERT_TRUE(settings.ok()) << settings.status();
-  const CommunicatorOptions defaults;
-  EXPECT_EQ(settings->options.compression, defaults.compression);
-  EXPECT_EQ(settings->options.op_timeout, defaults.op_timeout);
-  EXPECT_EQ(settings->options.pipeline_block_bytes, defaults.pipeline_block_bytes);
-}
-
-TEST_F(NcclEnvironment, ReadsEveryVariable) {
-  setenv("UCCLZIP_COMPRESS", "off", 1);
-  setenv("UCCLZIP_OP_TIMEOUT", "2.5", 1);
-  setenv("UCCLZIP_PIPELINE_BLOCK_BYTES", "1048576", 1);
+TEST_F(NcclEnvironment, TheBootstrapTimeoutComesFromTheEnvironmentWhereSet) {
+  absl::StatusOr<absl::Duration> timeout = BootstrapTimeoutFromEnvironment(absl::Seconds(60));
+  ASSERT_TRUE(timeout.ok()) << timeout.status();
+  EXPECT_EQ(*timeout, absl::Seconds(60));
   setenv("UCCLZIP_BOOTSTRAP_TIMEOUT", "7", 1);
-  absl::StatusOr<ShimSettings> settings = SettingsFromEnvironment();
-  ASSERT_TRUE(settings.ok()) << settings.status();
-  EXPECT_EQ(settings->options.compression, CompressionMode::kOff);
-  EXPECT_EQ(settings->options.op_timeout, absl::Milliseconds(2500));
-  EXPECT_EQ(settings->options.pipeline_block_bytes, 1u << 20);
-  EXPECT_EQ(settings->bootstrap_timeout, absl::Seconds(7));
+  timeout = BootstrapTimeoutFromEnvironment(absl::Seconds(60));
+  ASSERT_TRUE(timeout.ok()) << timeout.status();
+  EXPECT_EQ(*timeout, absl::Seconds(7));
 }
 
-TEST_F(NcclEnvironment, AMalformedValueIsNamed) {
-  setenv("UCCLZIP_COMPRESS", "sometimes", 1);
-  absl::StatusOr<ShimSettings> settings = SettingsFromEnvironment();
-  ASSERT_EQ(settings.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(settings.status().message(), "UCCLZIP_COMPRESS='sometimes' is not auto, on or off");
-  unsetenv("UCCLZIP_COMPRESS");
-  setenv("UCCLZIP_PIPELINE_BLOCK_BYTES", "0", 1);
-  settings = SettingsFromEnvironment();
-  ASSERT_EQ(settings.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(settings.status().message().find("UCCLZIP_PIPELINE_BLOCK_BYTES='0'"), absl::string_view::npos);
+TEST_F(NcclEnvironment, AMalformedBootstrapTimeoutIsNamed) {
+  for (const char* bad : {"0", "1.5", "soon", "86401"}) {
+    setenv("UCCLZIP_BOOTSTRAP_TIMEOUT", bad, 1);
+    absl::StatusOr<absl::Duration> timeout = BootstrapTimeoutFromEnvironment(absl::Seconds(60));
+    ASSERT_EQ(timeout.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_EQ(timeout.status().message(),
+              absl::StrCat("UCCLZIP_BOOTSTRAP_TIMEOUT='", bad, "': expected whole seconds from 1 to 86400"));
+  }
 }
 
 }  // namespace
