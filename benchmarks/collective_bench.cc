@@ -1,14 +1,15 @@
-// ucclzip-bench allreduce | allgather | reducescatter | broadcast: the collectives in
+// ucclzip-bench allreduce | allgather | reducescatter | broadcast | reduce: the collectives in
 // nccl-tests' conventions (its flags, its columns, its size and bus-bandwidth definitions),
 // with compression modes taking turns iteration by iteration so that drift affects all alike.
 //
-//   size: nccl-tests' "size": the bytes of count x type for allreduce and broadcast, the whole
-//         gathered buffer for allgather, the whole input for reducescatter.
+//   size: nccl-tests' "size": the bytes of count x type for allreduce, broadcast and reduce, the
+//         whole gathered buffer for allgather, the whole input for reducescatter.
 //   time: the median over --iters of the slowest rank's time for one call.
-//   busbw = algbw x factor: allreduce 2(n-1)/n; allgather and reducescatter (n-1)/n; broadcast 1.
+//   busbw = algbw x factor: allreduce 2(n-1)/n; allgather and reducescatter (n-1)/n; broadcast
+//         and reduce 1.
 //   ratio: user bytes over wire bytes of what every rank sent in that mode.
 //   #wrong: with -c 1, each mode runs once more into a cleared buffer, whose bytes are compared
-//         with the reference computed on the CPU in the documented order.
+//         with the reference computed on the CPU in the documented order (a reduce's root only).
 // Public API only: the ranks exchange their timings through the collectives themselves.
 #include <algorithm>
 #include <cstdio>
@@ -34,22 +35,33 @@ using testing::CollectiveShape;
 constexpr absl::Duration kWait = absl::Minutes(5);
 constexpr uint64_t kDefaultMinBytes = 32 << 20, kDefaultMaxBytes = 32 << 20;
 
-Collective g_kind = Collective::kAllReduce;
+// One row per subcommand: what nccl-tests calls it, and its sizes and bus bandwidth.
+struct CollectiveBench {
+  Collective kind;
+  const char* summary;
+  // NCCL's count is per rank (of the gathered output, of the scattered input): size / n.
+  bool count_per_rank;
+  // busbw / algbw at n ranks.
+  double (*bus_factor)(int world);
+};
 
-double BusFactor(Collective kind, int world) {
-  switch (kind) {
-    case Collective::kAllReduce: return 2.0 * (world - 1) / world;
-    case Collective::kAllGather:
-    case Collective::kReduceScatter: return double(world - 1) / world;
-    case Collective::kBroadcast: return 1;
-  }
-  return 1;
-}
+const CollectiveBench kBenches[] = {
+    {Collective::kAllReduce, "ring allreduce in nccl-tests' columns, modes taking turns", false,
+     [](int n) { return 2.0 * (n - 1) / n; }},
+    {Collective::kAllGather, "ring allgather in nccl-tests' columns, modes taking turns", true,
+     [](int n) { return double(n - 1) / n; }},
+    {Collective::kReduceScatter, "ring reduce-scatter in nccl-tests' columns, modes taking turns", true,
+     [](int n) { return double(n - 1) / n; }},
+    {Collective::kBroadcast, "chain broadcast in nccl-tests' columns, modes taking turns", false, [](int) { return 1.0; }},
+    {Collective::kReduce, "chain reduce in nccl-tests' columns, modes taking turns", false, [](int) { return 1.0; }},
+};
+
+const CollectiveBench* g_bench = &kBenches[0];
 
 // NCCL's count for a size in nccl-tests' sense.
-uint64_t CountOf(Collective kind, uint64_t bytes, DataType dtype, int world) {
+uint64_t CountOf(const CollectiveBench& bench, uint64_t bytes, DataType dtype, int world) {
   const uint64_t elements = bytes / ElementSize(dtype);
-  return kind == Collective::kAllGather || kind == Collective::kReduceScatter ? elements / world : elements;
+  return bench.count_per_rank ? elements / world : elements;
 }
 
 Operation Call(Communicator& comm, const CollectiveShape& shape, const void* send, void* recv, CompressionMode mode) {
@@ -60,6 +72,8 @@ Operation Call(Communicator& comm, const CollectiveShape& shape, const void* sen
     case Collective::kReduceScatter:
       return comm.ReduceScatter(send, recv, shape.count, shape.dtype, shape.op, nullptr, options);
     case Collective::kBroadcast: return comm.Broadcast(send, recv, shape.count, shape.dtype, shape.root, nullptr, options);
+    case Collective::kReduce:
+      return comm.Reduce(send, recv, shape.count, shape.dtype, shape.op, shape.root, nullptr, options);
   }
   return Operation();
 }
@@ -106,7 +120,7 @@ absl::StatusOr<std::vector<ModeResult>> MeasureSize(Communicator& comm, const Co
     for (size_t m = 0; m < modes.size(); ++m) {
       (*recv)->Clear();
       if (absl::Status s = Call(comm, shape, (*send)->data(), (*recv)->data(), modes[m]).Wait(kWait); !s.ok()) return s;
-      wrong[m] = static_cast<double>((*recv)->CountWrong(want));
+      wrong[m] = static_cast<double>((*recv)->CountWrong(want));  // `want` is empty where nothing is received
     }
   }
   // Per rank and mode: its median time, wrong bytes, payload and wire bytes.
@@ -156,8 +170,8 @@ absl::Status RunRank() {
   if (root < 0 || root >= world) return absl::InvalidArgumentError(absl::StrCat("-r ", root, " is not a rank of ", world));
   const bool json = absl::GetFlag(FLAGS_json), report = comm.rank() == 0, check = CheckFlag();
   const std::string tls = comm.options().ucx_transports.empty() ? "default" : comm.options().ucx_transports;
-  const char* name = testing::CollectiveName(g_kind);
-  const bool reduces = g_kind == Collective::kAllReduce || g_kind == Collective::kReduceScatter;
+  const Collective kind = g_bench->kind;
+  const char* name = testing::CollectiveName(kind);
   if (report && !json) {
     std::printf("# ucclzip-bench %s: %d ranks, %s memory%s, UCX_TLS=%s, %s, %zu-byte pipeline blocks, compress %s "
                 "(taking turns), iters %d, warmup %d, check %d\n",
@@ -171,18 +185,18 @@ absl::Status RunRank() {
   int sizes = 0;
   const uint64_t max_bytes = MaxBytes(kDefaultMaxBytes);
   for (uint64_t bytes = MinBytes(kDefaultMinBytes); bytes <= max_bytes; bytes = NextSize(bytes)) {
-    const CollectiveShape shape{g_kind, *dtype, *op, CountOf(g_kind, bytes, *dtype, world), root, world};
+    const CollectiveShape shape{kind, *dtype, *op, CountOf(*g_bench, bytes, *dtype, world), root, world};
     absl::StatusOr<std::vector<ModeResult>> results = MeasureSize(comm, shape, device, *modes, *dist, check);
     if (!results.ok()) return results.status();
     ++sizes;
     for (size_t m = 0; m < modes->size(); ++m) {
       const ModeResult& r = (*results)[m];
-      const double algbw = r.time_us > 0 ? bytes / r.time_us / 1e3 : 0, busbw = algbw * BusFactor(g_kind, world);
+      const double algbw = r.time_us > 0 ? bytes / r.time_us / 1e3 : 0, busbw = algbw * g_bench->bus_factor(world);
       const double vs_first = r.time_us > 0 ? (*results)[0].time_us / r.time_us : 0;
       busbw_sum[m] += busbw;
       if (!report) continue;
-      const char* redop = reduces ? ReduceOpName(*op) : "none";
-      const int shown_root = g_kind == Collective::kBroadcast ? root : -1;
+      const char* redop = testing::Reduces(kind) ? ReduceOpName(*op) : "none";
+      const int shown_root = testing::HasRoot(kind) ? root : -1;
       if (json) {
         std::printf("{\"bench\":\"%s\",\"size\":%llu,\"count\":%llu,\"type\":\"%s\",\"redop\":\"%s\",\"root\":%d,"
                     "\"compress\":\"%s\",\"time_us\":%.2f,\"algbw_GBps\":%.4f,\"busbw_GBps\":%.4f,\"wrong\":%llu,"
@@ -210,28 +224,20 @@ absl::Status RunRank() {
   return absl::OkStatus();
 }
 
-int CollectiveMain(Collective kind) {
-  g_kind = kind;
-  return RunRankOrLaunch(testing::CollectiveName(kind), absl::GetFlag(FLAGS_ranks), RunRank);
+int CollectiveMain(const CollectiveBench& bench) {
+  g_bench = &bench;
+  return RunRankOrLaunch(testing::CollectiveName(bench.kind), absl::GetFlag(FLAGS_ranks), RunRank);
 }
 
-// Defined before the registrations, which are initialised after it in this file.
-const std::vector<std::string> kCollectiveFlags =
-    SharedFlags({FlagGroup::kMeasure, FlagGroup::kCommunicator, FlagGroup::kSweep, FlagGroup::kReduction}, {});
-
-const RegisterSubcommand kAllReduce("allreduce", "ring allreduce in nccl-tests' columns, modes taking turns",
-                                    kCollectiveFlags,
-                                    [](const std::vector<std::string>&) { return CollectiveMain(Collective::kAllReduce); });
-const RegisterSubcommand kAllGather("allgather", "ring allgather in nccl-tests' columns, modes taking turns",
-                                    kCollectiveFlags,
-                                    [](const std::vector<std::string>&) { return CollectiveMain(Collective::kAllGather); });
-const RegisterSubcommand kReduceScatter("reducescatter", "ring reduce-scatter in nccl-tests' columns, modes taking turns",
-                                        kCollectiveFlags, [](const std::vector<std::string>&) {
-                                          return CollectiveMain(Collective::kReduceScatter);
-                                        });
-const RegisterSubcommand kBroadcast("broadcast", "chain broadcast in nccl-tests' columns, modes taking turns",
-                                    kCollectiveFlags,
-                                    [](const std::vector<std::string>&) { return CollectiveMain(Collective::kBroadcast); });
+const bool kRegistered = [] {
+  const std::vector<std::string> flags =
+      SharedFlags({FlagGroup::kMeasure, FlagGroup::kCommunicator, FlagGroup::kSweep, FlagGroup::kReduction}, {});
+  for (const CollectiveBench& bench : kBenches) {
+    RegisterSubcommand(testing::CollectiveName(bench.kind), bench.summary, flags,
+                       [&bench](const std::vector<std::string>&) { return CollectiveMain(bench); });
+  }
+  return true;
+}();
 
 }  // namespace
 }  // namespace ucclzip::bench

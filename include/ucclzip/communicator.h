@@ -206,6 +206,10 @@ class Communicator {
   // Every rank's recvbuff = root's sendbuff (read on the root only). In place when equal.
   Operation Broadcast(const void* sendbuff, void* recvbuff, size_t count, DataType dtype, int root,
                       cudaStream_t stream, const CollectiveOptions& options = {});
+  // recvbuff on `root` = op over ranks of their sendbuff (count elements each); recvbuff is
+  // neither read nor written elsewhere and may be null there. In place when sendbuff == recvbuff.
+  Operation Reduce(const void* sendbuff, void* recvbuff, size_t count, DataType dtype, ReduceOp op, int root,
+                   cudaStream_t stream, const CollectiveOptions& options = {});
 
   // Between GroupStart and GroupEnd, Send, Recv and the collectives only queue; GroupEnd posts
   // them all at once, so that many tensors travel as one pipelined stream, and returns one

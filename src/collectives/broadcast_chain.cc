@@ -48,10 +48,8 @@ Operation Communicator::Broadcast(const void* sendbuff, void* recvbuff, size_t c
       .send_elements = is_root ? count : 0,
       .recv_elements = count,
       .dtype = dtype,
-      .world_size = size()};
-  if (root < 0 || root >= size()) {
-    return Failed(absl::InvalidArgumentError(absl::StrCat(args.name, ": root ", root, " is not a rank of ", size())));
-  }
+      .world_size = size(),
+      .root = root};
   if (absl::Status s = collectives::CheckArgs(args); !s.ok()) return Failed(s);
   return Submit(collectives::MakeCall(collectives::ChainBroadcast(rank(), size(), count, root, collectives::InPlace(args)),
                                       args, stream, options));

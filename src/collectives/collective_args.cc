@@ -14,10 +14,8 @@ absl::Hex Address(const void* pointer) { return absl::Hex(reinterpret_cast<uintp
 std::string OperationName(int rank, pipeline::OperationKind kind, uint64_t count, DataType dtype, ReduceOp op, int root) {
   std::string name = absl::StrCat("rank ", rank, ": ", pipeline::OperationKindName(kind), " (", count, " elements of ",
                                   DataTypeName(dtype));
-  if (kind == pipeline::OperationKind::kReduceScatter || kind == pipeline::OperationKind::kAllReduce) {
-    absl::StrAppend(&name, ", ", ReduceOpName(op));
-  }
-  if (kind == pipeline::OperationKind::kBroadcast) absl::StrAppend(&name, ", root ", root);
+  if (pipeline::KindReduces(kind)) absl::StrAppend(&name, ", ", ReduceOpName(op));
+  if (pipeline::KindHasRoot(kind)) absl::StrAppend(&name, ", root ", root);
   return absl::StrCat(name, ")");
 }
 
@@ -41,6 +39,9 @@ bool InPlace(const CollectiveArgs& args) {
 
 absl::Status CheckArgs(const CollectiveArgs& args) {
   auto invalid = [&](auto... why) { return absl::InvalidArgumentError(absl::StrCat(args.name, ": ", why...)); };
+  if (args.root && (*args.root < 0 || *args.root >= args.world_size)) {
+    return invalid("root ", *args.root, " is not a rank of ", args.world_size);
+  }
   if (!IsValidDataType(static_cast<uint8_t>(args.dtype))) return invalid("invalid dtype ", static_cast<int>(args.dtype));
   if (args.reduces) {
     if (!IsValidReduceOp(static_cast<uint8_t>(args.op))) return invalid("invalid reduction operator ", static_cast<int>(args.op));

@@ -1,10 +1,11 @@
-// Checks of a collective's arguments on the calling rank, before anything is posted: types
-// and operators it supports, the root, sizes that overflow, and buffers that overlap other
+// Checks of a collective's arguments on the calling rank, before anything is posted: the root,
+// types and operators it supports, sizes that overflow, and buffers that overlap other
 // than in NCCL's in-place layout. Errors name the rank, the operation and the sizes.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -28,6 +29,7 @@ struct CollectiveArgs {
   bool reduces = false;
   ReduceOp op = ReduceOp::kSum;
   int world_size = 1;
+  std::optional<int> root;  // broadcast's and reduce's: must be a rank
 };
 
 // OK, or InvalidArgument explaining what is wrong.
@@ -36,7 +38,7 @@ absl::Status CheckArgs(const CollectiveArgs& args);
 // True when sendbuff is exactly recvbuff + in_place_offset elements.
 bool InPlace(const CollectiveArgs& args);
 
-// "rank 2: allreduce (1000 elements of bf16, sum)"; `op` for reductions, `root` for broadcast.
+// "rank 2: allreduce (1000 elements of bf16, sum)"; `op` for reductions, `root` for broadcast and reduce.
 std::string OperationName(int rank, pipeline::OperationKind kind, uint64_t count, DataType dtype, ReduceOp op, int root);
 
 // The engine's call for a checked collective.

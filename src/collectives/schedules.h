@@ -38,6 +38,12 @@ pipeline::Schedule RingAllReduce(int rank, int size, uint64_t count, ReduceOp op
 // rank acknowledges to the root with an empty message.
 pipeline::Schedule ChainBroadcast(int rank, int size, uint64_t count, int root, bool in_place);
 
+// Chain reduce: root+1 -> root+2 -> ... -> root, pipelined by blocks; each rank combines
+// (received op local) and sends the result on, re-encoded; the root combines into its output
+// and answers the chain's head with an empty message. The order is the ring reduce-scatter's
+// for chunk `root`.
+pipeline::Schedule ChainReduce(int rank, int size, uint64_t count, ReduceOp op, int root, bool in_place);
+
 // A chunk of the caller's buffer: `count` elements from element `first`.
 struct ChunkLayout {
   uint64_t first;

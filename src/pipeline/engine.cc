@@ -26,10 +26,8 @@ std::string CallName(const Call& call, int rank) {
   const Schedule& schedule = call.schedule;
   std::string name = absl::StrCat("rank ", rank, ": ", schedule.name, " (", schedule.count, " elements of ",
                                   DataTypeName(call.dtype));
-  if (schedule.kind == OperationKind::kReduceScatter || schedule.kind == OperationKind::kAllReduce) {
-    absl::StrAppend(&name, ", ", ReduceOpName(schedule.op));
-  }
-  if (schedule.kind == OperationKind::kBroadcast) absl::StrAppend(&name, ", root ", schedule.root);
+  if (KindReduces(schedule.kind)) absl::StrAppend(&name, ", ", ReduceOpName(schedule.op));
+  if (KindHasRoot(schedule.kind)) absl::StrAppend(&name, ", root ", schedule.root);
   return name;
 }
 

@@ -47,7 +47,7 @@ absl::StatusOr<Envelope> DecodeEnvelope(const uint8_t* bytes) {
                                             bytes[4], ")"));
   }
   if (bytes[5] > static_cast<uint8_t>(BlockKind::kFrame) || !IsValidDataType(bytes[6]) ||
-      bytes[7] > static_cast<uint8_t>(OperationKind::kBroadcast) || !IsValidReduceOp(bytes[68])) {
+      !IsValidOperationKind(bytes[7]) || !IsValidReduceOp(bytes[68])) {
     return absl::DataLossError(absl::StrCat("bad block envelope (kind ", bytes[5], ", dtype ", bytes[6], ", operation ",
                                             bytes[7], ", reduction ", bytes[68], ")"));
   }

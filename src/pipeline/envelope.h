@@ -16,7 +16,7 @@
 //       40    8 raw_bytes
 //       48    8 coded_offset
 //       56    8 the operation's count as its caller gave it
-//       64    4 root (broadcast), else 0xFFFFFFFF
+//       64    4 root (broadcast, reduce), else 0xFFFFFFFF
 //       68    1 reduction operator
 //       69   11 zero
 // Little-endian. Bytes 7 and 56..79 describe the whole operation, so that ranks that called

@@ -18,8 +18,9 @@ namespace {
 
 std::string DescribeOperation(OperationKind kind, uint64_t count, DataType dtype, ReduceOp op, int root) {
   std::string text = absl::StrCat(OperationKindName(kind), " of ", count, " elements of ", DataTypeName(dtype));
-  if (kind == OperationKind::kReduceScatter || kind == OperationKind::kAllReduce) absl::StrAppend(&text, " (", ReduceOpName(op), ")");
-  if (kind == OperationKind::kBroadcast) absl::StrAppend(&text, " (root ", root, ")");
+  if (KindReduces(kind) && KindHasRoot(kind)) return absl::StrCat(text, " (", ReduceOpName(op), ", root ", root, ")");
+  if (KindReduces(kind)) return absl::StrCat(text, " (", ReduceOpName(op), ")");
+  if (KindHasRoot(kind)) return absl::StrCat(text, " (root ", root, ")");
   return text;
 }
 
@@ -97,7 +98,7 @@ bool OperationTask::OnEnvelope(RecvBlock& block) {
   };
   // A point-to-point message is checked by its count and type alone, below.
   const bool collective = mine.kind != OperationKind::kSendRecv;
-  const bool reduces = mine.kind == OperationKind::kReduceScatter || mine.kind == OperationKind::kAllReduce;
+  const bool reduces = KindReduces(mine.kind);
   if (envelope->operation != mine.kind ||
       (collective && (envelope->operation_count != mine.count || envelope->root != mine.root ||
                       envelope->dtype != spec_.dtype || (reduces && envelope->op != mine.op)))) {

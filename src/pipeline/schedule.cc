@@ -9,6 +9,7 @@ const char* OperationKindName(OperationKind kind) {
     case OperationKind::kReduceScatter: return "reducescatter";
     case OperationKind::kAllReduce: return "allreduce";
     case OperationKind::kBroadcast: return "broadcast";
+    case OperationKind::kReduce: return "reduce";
   }
   return "invalid";
 }

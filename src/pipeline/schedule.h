@@ -30,8 +30,17 @@ enum class OperationKind : uint8_t {
   kReduceScatter = 2,
   kAllReduce = 3,
   kBroadcast = 4,
+  kReduce = 5,
 };
 const char* OperationKindName(OperationKind kind);
+// True for the values an OperationKind may hold; envelopes are checked with it.
+constexpr bool IsValidOperationKind(uint8_t value) { return value <= static_cast<uint8_t>(OperationKind::kReduce); }
+// Whether the kind combines elements with a reduction operator, and whether it has a root: what
+// its name and the checks of its envelopes include besides the count and type.
+constexpr bool KindReduces(OperationKind kind) {
+  return kind == OperationKind::kReduceScatter || kind == OperationKind::kAllReduce || kind == OperationKind::kReduce;
+}
+constexpr bool KindHasRoot(OperationKind kind) { return kind == OperationKind::kBroadcast || kind == OperationKind::kReduce; }
 
 // The caller's two buffers: what it passed as input (sendbuff) and output (recvbuff).
 enum class BufferRole : uint8_t { kInput, kOutput };
@@ -77,7 +86,7 @@ struct LocalCopy {
 struct Schedule {
   OperationKind kind = OperationKind::kSendRecv;
   ReduceOp op = ReduceOp::kSum;  // the combining operator of every reducing receive
-  int root = -1;                 // broadcast's root, else -1
+  int root = -1;                 // broadcast's or reduce's root, else -1
   uint64_t count = 0;            // the operation's count as the caller gave it
   std::string name;              // "send to peer 1", "allreduce": what errors call it
   std::vector<SendStep> sends;

@@ -14,6 +14,9 @@
 
 namespace ucclzip::testing {
 
+inline constexpr Collective kEveryCollective[] = {Collective::kAllGather, Collective::kReduceScatter,
+                                                 Collective::kAllReduce, Collective::kBroadcast, Collective::kReduce};
+
 struct CollectiveCase {
   Collective kind = Collective::kAllReduce;
   DataType dtype = DataType::kBFloat16;

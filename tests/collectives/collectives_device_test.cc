@@ -45,8 +45,7 @@ TEST_P(CollectivesDevice, EveryOperationAndTypeMatchesTheReference) {
   UCCLZIP_SKIP_WITHOUT_GPU();
   const auto [world, tls] = GetParam();
   std::vector<CollectiveCase> cases;
-  for (Collective kind : {Collective::kAllGather, Collective::kReduceScatter, Collective::kAllReduce,
-                             Collective::kBroadcast}) {
+  for (Collective kind : kEveryCollective) {
     for (DataType dtype : {DataType::kBFloat16, DataType::kFloat16, DataType::kFloat32, DataType::kFloat8E4M3,
                            DataType::kFloat8E5M2, DataType::kInt32, DataType::kUint8, DataType::kInt64, DataType::kFloat64}) {
       for (CompressionMode mode : {CompressionMode::kOn, CompressionMode::kOff}) {
@@ -76,7 +75,7 @@ INSTANTIATE_TEST_SUITE_P(, CollectivesDevice,
 TEST(CollectivesDeviceSmall, ManyBlocksEveryOperation) {
   UCCLZIP_SKIP_WITHOUT_GPU();
   std::vector<CollectiveCase> cases;
-  for (Collective kind : {Collective::kAllGather, Collective::kReduceScatter, Collective::kAllReduce, Collective::kBroadcast}) {
+  for (Collective kind : kEveryCollective) {
     for (CompressionMode mode : {CompressionMode::kOn, CompressionMode::kOff}) {
       cases.push_back({.kind = kind, .dtype = DataType::kBFloat16, .count = 40'003, .root = 2, .mode = mode});
       cases.push_back({.kind = kind, .dtype = DataType::kFloat32, .op = ReduceOp::kAvg, .count = 10'001, .root = 1, .mode = mode});
@@ -96,7 +95,7 @@ TEST(CollectivesDeviceSmall, ManyBlocksEveryOperation) {
 TEST(CollectivesDeviceSanitized, TwoRanksEveryOperation) {
   UCCLZIP_SKIP_WITHOUT_GPU();
   std::vector<CollectiveCase> cases;
-  for (Collective kind : {Collective::kAllGather, Collective::kReduceScatter, Collective::kAllReduce, Collective::kBroadcast}) {
+  for (Collective kind : kEveryCollective) {
     for (CompressionMode mode : {CompressionMode::kOn, CompressionMode::kOff}) {
       cases.push_back({.kind = kind, .dtype = DataType::kBFloat16, .count = 6'001, .root = 1, .mode = mode});
     }

@@ -47,6 +47,10 @@ CollectiveCase AllReduceOf(uint64_t count, DataType dtype = DataType::kBFloat16,
   return {.kind = Collective::kAllReduce, .dtype = dtype, .op = op, .count = count};
 }
 
+CollectiveCase ReduceOf(uint64_t count, int root, ReduceOp op = ReduceOp::kSum) {
+  return {.kind = Collective::kReduce, .op = op, .count = count, .root = root};
+}
+
 INSTANTIATE_TEST_SUITE_P(
     , CollectiveDisagreement,
     ::testing::Values(
@@ -60,7 +64,15 @@ INSTANTIATE_TEST_SUITE_P(
                      {.kind = Collective::kBroadcast, .count = 5000, .root = 1},
                      {"peer 1 called broadcast of 5000 elements of bf16 (root 1)", "(root 0)"}},
         Disagreement{"operation", AllReduceOf(3000), {.kind = Collective::kAllGather, .count = 3000},
-                     {"peer 1 called allgather of 3000", "rank 2 called allreduce of 3000"}}),
+                     {"peer 1 called allgather of 3000", "rank 2 called allreduce of 3000"}},
+        // Reduces to root 0 run 1 -> 2 -> 0, to root 2 0 -> 1 -> 2: rank 1 heads the chain of
+        // the call it makes, so rank 2 receives from it at once.
+        Disagreement{"reduce_count", ReduceOf(3000, 0), ReduceOf(3001, 0),
+                     {"peer 1 called reduce of 3001 elements of bf16 (sum, root 0)", "rank 2 called reduce of 3000"}},
+        Disagreement{"reduce_root", ReduceOf(3000, 2), ReduceOf(3000, 0),
+                     {"peer 1 called reduce of 3000 elements of bf16 (sum, root 0)", "(sum, root 2)"}},
+        Disagreement{"reduce_reduction", ReduceOf(3000, 0), ReduceOf(3000, 0, ReduceOp::kProd),
+                     {"peer 1 called reduce of 3000 elements of bf16 (prod, root 0)", "(sum, root 0)"}}),
     [](const auto& info) { return info.param.name; });
 
 TEST(CollectiveErrors, BadArgumentsFailAtOnce) {
@@ -84,6 +96,13 @@ TEST(CollectiveErrors, BadArgumentsFailAtOnce) {
         {c.AllGather(buffer.data() + 4, buffer.data(), 10, DataType::kFloat32, nullptr), {"overlaps"}},
         {c.ReduceScatter(buffer.data(), buffer.data() + 40 * context.rank + 4, 10, DataType::kFloat32, ReduceOp::kSum, nullptr),
          {"reducescatter", "overlaps"}},
+        {c.Reduce(buffer.data(), buffer.data(), 10, DataType::kFloat32, ReduceOp::kSum, -1, nullptr),
+         {"reduce (10 elements of fp32, sum, root -1)", "root -1 is not a rank of 2"}},
+        {c.Reduce(buffer.data(), nullptr, 10, DataType::kFloat32, ReduceOp::kSum, context.rank, nullptr),
+         {"reduce", "null buffer"}},
+        {c.Reduce(buffer.data(), buffer.data() + 4, 10, DataType::kFloat32, ReduceOp::kSum, context.rank, nullptr),
+         {"reduce", "overlaps"}},
+        {c.Reduce(buffer.data(), buffer.data(), 10, DataType::kRaw, ReduceOp::kMax, 0, nullptr), {"raw bytes cannot be reduced"}},
     };
     for (const Bad& b : bad) {
       absl::Status s = ExpectError(b.op.Wait(absl::Seconds(1)), absl::StatusCode::kInvalidArgument,

@@ -2,7 +2,8 @@
 // bit against a reference computed in the documented order: every operation x type x
 // reduction at an odd world size with uneven chunks, compressed and not; counts of 0, 1, below
 // the world size and of several pipeline blocks; in place; 1 to 8 ranks; groups that mix
-// collectives with point-to-point calls; shared memory as well as tcp.
+// collectives with point-to-point calls, and reduces to every root; shared memory as well as
+// tcp.
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
@@ -14,14 +15,10 @@ namespace {
 
 
 
-const DataType kReducibleTypes[] = {DataType::kBFloat16, DataType::kFloat16,   DataType::kFloat32,
-                                    DataType::kFloat8E4M3, DataType::kFloat8E5M2, DataType::kInt32,
-                                    DataType::kUint8,    DataType::kInt64,     DataType::kFloat64};
+const DataType kReducibleTypes[] = {DataType::kBFloat16, DataType::kFloat16, DataType::kFloat32, DataType::kFloat8E4M3,
+                                    DataType::kFloat8E5M2, DataType::kInt8,   DataType::kUint8,   DataType::kInt32,
+                                    DataType::kUint32,     DataType::kInt64,  DataType::kUint64,  DataType::kFloat64};
 const ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kAvg};
-const Collective kKinds[] = {Collective::kAllGather, Collective::kReduceScatter, Collective::kAllReduce,
-                                Collective::kBroadcast};
-
-bool Reduces(Collective kind) { return kind == Collective::kReduceScatter || kind == Collective::kAllReduce; }
 
 // Every case in turn on one communicator per rank; the first failure names its case.
 void RunCases(int world, const std::vector<CollectiveCase>& cases, const transport::TransportOptions& options) {
@@ -38,7 +35,7 @@ void RunCases(int world, const std::vector<CollectiveCase>& cases, const transpo
 
 TEST(Collectives, EveryOperationTypeAndReductionAtAnOddWorldSize) {
   std::vector<CollectiveCase> cases;
-  for (Collective kind : kKinds) {
+  for (Collective kind : kEveryCollective) {
     for (DataType dtype : kReducibleTypes) {
       for (CompressionMode mode : {CompressionMode::kOn, CompressionMode::kOff}) {
         const Distribution dist = IsCompressibleType(dtype) ? Distribution{DistKind::kGaussian, 0.5}
@@ -47,7 +44,9 @@ TEST(Collectives, EveryOperationTypeAndReductionAtAnOddWorldSize) {
           cases.push_back({.kind = kind, .dtype = dtype, .count = 1001, .root = 2, .mode = mode, .dist = dist});
           continue;
         }
-        for (ReduceOp op : kOps) cases.push_back({.kind = kind, .dtype = dtype, .op = op, .count = 1001, .mode = mode, .dist = dist});
+        for (ReduceOp op : kOps) {
+          cases.push_back({.kind = kind, .dtype = dtype, .op = op, .count = 1001, .root = 1, .mode = mode, .dist = dist});
+        }
       }
     }
   }
@@ -56,7 +55,7 @@ TEST(Collectives, EveryOperationTypeAndReductionAtAnOddWorldSize) {
 
 TEST(Collectives, SpecialValuesHeavyTailsAndRawBytes) {
   std::vector<CollectiveCase> cases;
-  for (Collective kind : kKinds) {
+  for (Collective kind : kEveryCollective) {
     for (DataType dtype : {DataType::kBFloat16, DataType::kFloat16, DataType::kFloat32, DataType::kFloat8E4M3,
                            DataType::kFloat8E5M2}) {
       for (Distribution dist : {Distribution{DistKind::kSpecialValues, 1}, Distribution{DistKind::kStudentT3, 0.01}}) {
@@ -76,7 +75,7 @@ TEST(Collectives, SpecialValuesHeavyTailsAndRawBytes) {
 // per chunk (256 KB blocks), in place and not, at world sizes 1, 2, 5 and 8.
 std::vector<CollectiveCase> SizeCases(int world) {
   std::vector<CollectiveCase> cases;
-  for (Collective kind : kKinds) {
+  for (Collective kind : kEveryCollective) {
     for (uint64_t count : {uint64_t{0}, uint64_t{1}, uint64_t(world - 1), uint64_t{7919}, uint64_t{400'003}}) {
       for (bool in_place : {false, true}) {
         CollectiveCase c{.kind = kind, .dtype = DataType::kBFloat16, .op = ReduceOp::kSum, .count = count,
@@ -104,7 +103,7 @@ TEST(Collectives, SharedMemoryAndSmallBlocksWithManyBlocksPerChunk) {
   options.pipeline_block_bytes = 16 << 10;  // 60 blocks per chunk: every link pipelines deeply
   options.block_bytes = 8 << 10;
   std::vector<CollectiveCase> cases;
-  for (Collective kind : kKinds) {
+  for (Collective kind : kEveryCollective) {
     for (CompressionMode mode : {CompressionMode::kOn, CompressionMode::kOff}) {
       cases.push_back({.kind = kind, .dtype = DataType::kBFloat16, .count = 4 * 120'001, .root = 1, .mode = mode});
     }
@@ -145,6 +144,32 @@ TEST(Collectives, GroupsMixCollectivesAndPointToPoint) {
     if (absl::Status s = ExpectSameBytes(gather_out.data(), want.data(), want.size(), "allgather in a group"); !s.ok()) return s;
     want = GenerateTensor(DataType::kFloat16, 2000, {DistKind::kGaussian, 1}, (rank + 1) % world);
     return ExpectSameBytes(p2p_out.data(), want.data(), want.size(), "send/recv in a group");
+  }));
+}
+
+// NCCL's reduce: recvbuff matters on the root only, so the others may pass null; reduces to
+// different roots in one group each keep their own chain.
+TEST(Collectives, ReduceTakesNullOffTheRootAndGroupsWithOtherRoots) {
+  ExpectRanksSucceeded(RunRanks({.world_size = 4}, [&](const RankContext& context) -> absl::Status {
+    auto comm = CreateCommunicator(context, PipelineOptions());
+    if (!comm.ok()) return comm.status();
+    Communicator& c = **comm;
+    const int world = c.size(), rank = c.rank();
+    std::vector<CollectiveCase> cases;
+    for (int root = 0; root < world; ++root) {
+      cases.push_back({.kind = Collective::kReduce, .dtype = DataType::kFloat32, .op = ReduceOp::kSum,
+                       .count = 50'001 + uint64_t(root), .root = root});
+    }
+    std::vector<std::vector<uint8_t>> inputs, outputs;
+    c.GroupStart();
+    for (size_t i = 0; i < cases.size(); ++i) {
+      inputs.push_back(CaseInput(cases[i], world, rank, i));
+      outputs.emplace_back(inputs.back().size());
+      Post(c, cases[i], inputs.back().data(), rank == cases[i].root ? outputs.back().data() : nullptr, nullptr);
+    }
+    if (absl::Status s = WaitOk(c.GroupEnd(), "a group of reduces"); !s.ok()) return s;
+    const std::vector<uint8_t> want = ReferenceOutput(cases[rank], world, rank, rank);
+    return ExpectSameBytes(outputs[rank].data(), want.data(), want.size(), absl::StrCat("reduce to root ", rank));
   }));
 }
 

@@ -52,6 +52,8 @@ TEST(Schedules, EveryLinkMatchesAtEveryWorldSize) {
       for (int root = 0; root < world; ++root) {
         ExpectLinksMatch(AllRanks(world, [&](int r) { return ChainBroadcast(r, world, count, root, false); }),
                          absl::StrCat("broadcast root ", root, " ", what));
+        ExpectLinksMatch(AllRanks(world, [&](int r) { return ChainReduce(r, world, count, ReduceOp::kSum, root, false); }),
+                         absl::StrCat("reduce root ", root, " ", what));
       }
     }
   }
@@ -70,6 +72,44 @@ TEST(Schedules, RingsEncodeOnceAndForwardTheRest) {
   EXPECT_EQ(encoded, 5);  // the reduce-scatter half re-encodes at each hop, the allgather half once
   EXPECT_EQ(reduce.recvs[3].into->first, SplitEvenly(1003, world)[2].first);  // chunk 2 completes at rank 2
   EXPECT_EQ(RingReduceScatter(0, world, 7, ReduceOp::kAvg, false).recvs.back().divisor, 5u);
+}
+
+// The chain towards root 1 of 5 ranks is 2 -> 3 -> 4 -> 0 -> 1: the head sends its input, the
+// middle ranks send what they combined, only the root writes its output (and divides for avg),
+// and it answers the head.
+TEST(Schedules, ReduceChainsTowardsTheRoot) {
+  const int world = 5, root = 1;
+  const Schedule head = ChainReduce(2, world, 77, ReduceOp::kAvg, root, false);
+  ASSERT_EQ(head.sends.size(), 1u);
+  EXPECT_EQ(head.sends[0].peer, 3);
+  EXPECT_EQ(head.sends[0].source, pipeline::SendStep::Source::kChunk);
+  ASSERT_EQ(head.recvs.size(), 1u);
+  EXPECT_EQ(head.recvs[0].peer, root);
+  EXPECT_EQ(head.recvs[0].count, 0u);
+  for (int middle : {3, 4, 0}) {
+    const Schedule schedule = ChainReduce(middle, world, 77, ReduceOp::kAvg, root, false);
+    ASSERT_EQ(schedule.recvs.size(), 1u);
+    EXPECT_EQ(schedule.recvs[0].peer, (middle + world - 1) % world);
+    EXPECT_FALSE(schedule.recvs[0].into.has_value()) << middle;
+    EXPECT_TRUE(schedule.recvs[0].reduce_with.has_value()) << middle;
+    EXPECT_EQ(schedule.recvs[0].divisor, 1u);
+    ASSERT_EQ(schedule.sends.size(), 1u);
+    EXPECT_EQ(schedule.sends[0].source, pipeline::SendStep::Source::kReduced);
+    EXPECT_EQ(schedule.sends[0].peer, (middle + 1) % world);
+  }
+  const Schedule at_root = ChainReduce(root, world, 77, ReduceOp::kAvg, root, true);
+  ASSERT_EQ(at_root.recvs.size(), 1u);
+  EXPECT_EQ(at_root.recvs[0].peer, 0);
+  ASSERT_TRUE(at_root.recvs[0].into.has_value());
+  EXPECT_EQ(at_root.recvs[0].into->buffer, pipeline::BufferRole::kOutput);
+  EXPECT_EQ(at_root.recvs[0].divisor, 5u);
+  EXPECT_TRUE(at_root.copies.empty());
+  ASSERT_EQ(at_root.sends.size(), 1u);
+  EXPECT_EQ(at_root.sends[0].peer, 2);
+  EXPECT_EQ(at_root.sends[0].chunk.count, 0u);
+  const Schedule alone = ChainReduce(0, 1, 77, ReduceOp::kAvg, 0, false);
+  EXPECT_TRUE(alone.sends.empty() && alone.recvs.empty());
+  EXPECT_EQ(alone.copies.size(), 1u);
 }
 
 TEST(Schedules, SplitEvenlyCoversTheCountInOrder) {

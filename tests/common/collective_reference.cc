@@ -13,9 +13,16 @@ const char* CollectiveName(Collective kind) {
     case Collective::kReduceScatter: return "reducescatter";
     case Collective::kAllReduce: return "allreduce";
     case Collective::kBroadcast: return "broadcast";
+    case Collective::kReduce: return "reduce";
   }
   return "?";
 }
+
+bool Reduces(Collective kind) {
+  return kind == Collective::kReduceScatter || kind == Collective::kAllReduce || kind == Collective::kReduce;
+}
+
+bool HasRoot(Collective kind) { return kind == Collective::kBroadcast || kind == Collective::kReduce; }
 
 uint64_t SendElements(const CollectiveShape& shape) {
   return shape.kind == Collective::kReduceScatter ? shape.count * shape.world : shape.count;
@@ -30,7 +37,8 @@ std::vector<uint8_t> ReferenceOutput(const CollectiveShape& shape, const std::ve
   const int world = shape.world;
   std::vector<uint8_t> out(RecvElements(shape) * width);
   // The ring's order for the chunk that rank `owner` ends with: it starts at rank owner+1 and
-  // each later rank combines (received op its own), avg dividing once at the owner.
+  // each later rank combines (received op its own), avg dividing once at the owner. The chain
+  // reduce combines in this order towards its root.
   auto reduce_chunk = [&](int owner, uint64_t first, uint64_t count, uint8_t* into) {
     const std::vector<uint8_t>& start = inputs[(owner + 1) % world];
     std::vector<uint8_t> acc(start.begin() + first * width, start.begin() + (first + count) * width);
@@ -50,6 +58,10 @@ std::vector<uint8_t> ReferenceOutput(const CollectiveShape& shape, const std::ve
       break;
     case Collective::kReduceScatter:
       reduce_chunk(rank, rank * shape.count, shape.count, out.data());
+      break;
+    case Collective::kReduce:
+      if (rank != shape.root) return {};
+      reduce_chunk(shape.root, 0, shape.count, out.data());
       break;
     case Collective::kAllReduce: {
       // Near-equal chunks: the first count % world ranks own one element more.

@@ -10,8 +10,11 @@
 
 namespace ucclzip::testing {
 
-enum class Collective { kAllGather, kReduceScatter, kAllReduce, kBroadcast };
+enum class Collective { kAllGather, kReduceScatter, kAllReduce, kBroadcast, kReduce };
 const char* CollectiveName(Collective kind);  // "allgather", ...; as the benchmark names them
+// Whether the collective takes a reduction operator, and whether it takes a root.
+bool Reduces(Collective kind);
+bool HasRoot(Collective kind);
 
 struct CollectiveShape {
   Collective kind = Collective::kAllReduce;
@@ -26,7 +29,8 @@ struct CollectiveShape {
 uint64_t SendElements(const CollectiveShape& shape);
 uint64_t RecvElements(const CollectiveShape& shape);
 
-// Rank `rank`'s output, from `inputs` (one per rank, SendElements each).
+// Rank `rank`'s output, from `inputs` (one per rank, SendElements each); empty for the ranks of
+// a reduce other than its root, which receive nothing.
 std::vector<uint8_t> ReferenceOutput(const CollectiveShape& shape, const std::vector<std::vector<uint8_t>>& inputs, int rank);
 
 }  // namespace ucclzip::testing

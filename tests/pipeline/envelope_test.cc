@@ -21,7 +21,21 @@ TEST(Envelope, RoundTripsEveryField) {
   EXPECT_EQ(out->coded_offset, 4736u);
 }
 
-TEST(Envelope, RejectsBadMagicKindAndType) {
+TEST(Envelope, RoundTripsTheOperation) {
+  Envelope in;
+  in.operation = OperationKind::kReduce;
+  in.operation_count = 1u << 30;
+  in.root = 6;
+  in.op = ReduceOp::kMin;
+  absl::StatusOr<Envelope> out = DecodeEnvelope(EncodeEnvelope(in).data());
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->operation, OperationKind::kReduce);
+  EXPECT_EQ(out->operation_count, in.operation_count);
+  EXPECT_EQ(out->root, 6);
+  EXPECT_EQ(out->op, ReduceOp::kMin);
+}
+
+TEST(Envelope, RejectsBadMagicKindTypeAndOperation) {
   auto good = EncodeEnvelope(Envelope{});
   auto bad_magic = good;
   bad_magic[1] ^= 1;
@@ -32,6 +46,9 @@ TEST(Envelope, RejectsBadMagicKindAndType) {
   auto bad_type = good;
   bad_type[6] = 200;
   EXPECT_EQ(DecodeEnvelope(bad_type.data()).status().code(), absl::StatusCode::kDataLoss);
+  auto bad_operation = good;
+  bad_operation[7] = static_cast<uint8_t>(OperationKind::kReduce) + 1;
+  EXPECT_EQ(DecodeEnvelope(bad_operation.data()).status().code(), absl::StatusCode::kDataLoss);
 }
 
 }  // namespace

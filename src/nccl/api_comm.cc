@@ -1,0 +1,184 @@
+// NCCL's communicator lifecycle and queries over ucclzip's Communicator and bootstrap: the
+// 128-byte ncclUniqueId is ucclzip's UniqueId (rank 0's address and port and a random token),
+// and the communicator's options come from the UCCLZIP_* variables (docs/CONFIGURATION.md).
+#include <nccl.h>
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "nccl/comm.h"
+#include "nccl/environment.h"
+#include "nccl/group.h"
+#include "nccl/status.h"
+#include "ucclzip/bootstrap.h"
+
+namespace ucclzip::nccl {
+namespace {
+
+static_assert(sizeof(ncclUniqueId::internal) == sizeof(UniqueId::bytes), "an ncclUniqueId carries a ucclzip UniqueId");
+
+// NCCL's magic of a config made with NCCL_CONFIG_INITIALIZER.
+constexpr unsigned int kConfigMagic = 0xcafebeef;
+
+int CurrentCudaDevice() {
+  int device = -1;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    cudaGetLastError();  // no usable device: host buffers only
+    return -1;
+  }
+  return device;
+}
+
+// Creates `comm`'s Communicator: the bootstrap from the id; the options are the built-in ones,
+// which Communicator::Create overrides with the UCCLZIP_* variables that are set.
+absl::Status Create(ncclComm* comm, int nranks, const ncclUniqueId& id, int rank) {
+  UniqueId ucclzip_id;
+  std::memcpy(ucclzip_id.bytes.data(), id.internal, ucclzip_id.bytes.size());
+  absl::StatusOr<BootstrapConfig> bootstrap = BootstrapConfigFromUniqueId(ucclzip_id, rank, nranks);
+  if (!bootstrap.ok()) return bootstrap.status();
+  absl::StatusOr<absl::Duration> timeout = BootstrapTimeoutFromEnvironment(bootstrap->timeout);
+  if (!timeout.ok()) return timeout.status();
+  bootstrap->timeout = *timeout;
+  absl::StatusOr<std::unique_ptr<Communicator>> communicator = Communicator::Create({.bootstrap = *bootstrap});
+  if (!communicator.ok()) return communicator.status();
+  comm->communicator = std::move(*communicator);
+  return absl::OkStatus();
+}
+
+ncclResult_t InitRank(ncclComm_t* comm, int nranks, const ncclUniqueId& id, int rank, const ncclConfig_t* config) {
+  if (comm == nullptr) return Report(absl::InvalidArgumentError("ncclCommInitRank: comm is NULL"));
+  *comm = nullptr;
+  if (nranks < 1 || rank < 0 || rank >= nranks) {
+    return Report(absl::InvalidArgumentError(
+        absl::StrCat("ncclCommInitRank: rank ", rank, " is not a rank of a world of ", nranks)));
+  }
+  if (config != nullptr && config->magic != kConfigMagic) {
+    return Report(absl::InvalidArgumentError(
+        "ncclCommInitRankConfig: the config was not initialised with NCCL_CONFIG_INITIALIZER"));
+  }
+  auto created = std::make_unique<ncclComm>();
+  created->cuda_device = CurrentCudaDevice();
+  ncclComm* raw = created.get();
+  if (InGroup()) {
+    raw->creating = true;
+    DeferToGroupEnd([raw, nranks, id, rank] {
+      absl::Status status = Create(raw, nranks, id, rank);
+      raw->creating = false;
+      return status;
+    });
+    *comm = created.release();
+    return ncclSuccess;
+  }
+  if (absl::Status status = Create(raw, nranks, id, rank); !status.ok()) return Report(status);
+  *comm = created.release();
+  return ncclSuccess;
+}
+
+// Destroys `comm` once its operations completed (bounded by its operation timeout); inside a
+// group at its end, together with the group's other destructions.
+ncclResult_t Destroy(ncclComm_t comm, bool abort, const char* function) {
+  if (comm == nullptr) return Report(absl::InvalidArgumentError(absl::StrCat(function, ": comm is NULL")));
+  if (GroupHolds(comm) || comm->creating) {
+    return Report(absl::FailedPreconditionError(absl::StrCat(
+        function, ": the communicator is created or has operations in the open group; end the group first")));
+  }
+  auto destroy = [comm, abort] {
+    if (comm->communicator != nullptr) {
+      if (abort) {
+        comm->communicator->Abort();
+      } else {
+        comm->WaitForAll(comm->communicator->options().op_timeout);
+      }
+    }
+    delete comm;
+    return absl::OkStatus();
+  };
+  if (InGroup()) {
+    DeferToGroupEnd(destroy);
+    return ncclSuccess;
+  }
+  return Report(destroy());
+}
+
+}  // namespace
+}  // namespace ucclzip::nccl
+
+using ucclzip::nccl::CheckUsable;
+using ucclzip::nccl::Report;
+
+ncclResult_t ncclGetVersion(int* version) {
+  if (version == nullptr) return Report(absl::InvalidArgumentError("ncclGetVersion: version is NULL"));
+  *version = NCCL_VERSION_CODE;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclGetUniqueId(ncclUniqueId* uniqueId) {
+  if (uniqueId == nullptr) return Report(absl::InvalidArgumentError("ncclGetUniqueId: uniqueId is NULL"));
+  absl::StatusOr<ucclzip::UniqueId> id = ucclzip::GetUniqueId();
+  if (!id.ok()) return Report(id.status());
+  std::memcpy(uniqueId->internal, id->bytes.data(), id->bytes.size());
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommInitRank(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank) {
+  return ucclzip::nccl::InitRank(comm, nranks, commId, rank, nullptr);
+}
+
+ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId commId, int rank, ncclConfig_t* config) {
+  return ucclzip::nccl::InitRank(comm, nranks, commId, rank, config);
+}
+
+ncclResult_t ncclCommFinalize(ncclComm_t comm) {
+  if (absl::Status usable = CheckUsable(comm, "ncclCommFinalize"); !usable.ok()) return Report(usable);
+  comm->WaitForAll(comm->communicator->options().op_timeout);
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommDestroy(ncclComm_t comm) { return ucclzip::nccl::Destroy(comm, false, "ncclCommDestroy"); }
+
+ncclResult_t ncclCommAbort(ncclComm_t comm) { return ucclzip::nccl::Destroy(comm, true, "ncclCommAbort"); }
+
+ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
+  if (asyncError == nullptr) return Report(absl::InvalidArgumentError("ncclCommGetAsyncError: asyncError is NULL"));
+  if (comm == nullptr) return Report(absl::InvalidArgumentError("ncclCommGetAsyncError: comm is NULL"));
+  *asyncError = Report(comm->AsyncError());
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommCount(const ncclComm_t comm, int* count) {
+  if (absl::Status usable = CheckUsable(comm, "ncclCommCount"); !usable.ok()) return Report(usable);
+  if (count == nullptr) return Report(absl::InvalidArgumentError("ncclCommCount: count is NULL"));
+  *count = comm->communicator->size();
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
+  if (absl::Status usable = CheckUsable(comm, "ncclCommUserRank"); !usable.ok()) return Report(usable);
+  if (rank == nullptr) return Report(absl::InvalidArgumentError("ncclCommUserRank: rank is NULL"));
+  *rank = comm->communicator->rank();
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) {
+  if (comm == nullptr) return Report(absl::InvalidArgumentError("ncclCommCuDevice: comm is NULL"));
+  if (device == nullptr) return Report(absl::InvalidArgumentError("ncclCommCuDevice: device is NULL"));
+  *device = comm->cuda_device;
+  return ncclSuccess;
+}
+
+const char* ncclGetErrorString(ncclResult_t result) {
+  switch (result) {
+    case ncclSuccess: return "no error";
+    case ncclUnhandledCudaError: return "unhandled cuda error";
+    case ncclSystemError: return "unhandled system error";
+    case ncclInternalError: return "internal error";
+    case ncclInvalidArgument: return "invalid argument";
+    case ncclInvalidUsage: return "invalid usage";
+    case ncclRemoteError: return "remote process exited or there was a network error";
+    case ncclInProgress: return "NCCL operation in progress";
+    case ncclNumResults: break;
+  }
+  return "unknown result code";
+}
+
+const char* ncclGetLastError(ncclComm_t) { return ucclzip::nccl::LastError(); }

@@ -1,0 +1,117 @@
+// The rest of nccl.h 2.28. Every function is exported, so that a program under LD_PRELOAD never
+// reaches the real NCCL with a ucclzip communicator: what ucclzip can do is done (a clique of
+// communicators in one process, buffer registration as a no-op, ncclMemAlloc as cudaMalloc),
+// the others fail with ncclInvalidUsage and say so in ncclGetLastError (docs/NCCL_API.md).
+#include <nccl.h>
+
+#include "absl/strings/str_cat.h"
+#include "nccl/status.h"
+
+namespace ucclzip::nccl {
+namespace {
+
+ncclResult_t Unsupported(const char* function) {
+  return Report(absl::UnimplementedError(
+      absl::StrCat(function, " is not supported by ucclzip's NCCL API (docs/NCCL_API.md)")));
+}
+
+}  // namespace
+}  // namespace ucclzip::nccl
+
+using ucclzip::nccl::Report;
+using ucclzip::nccl::Unsupported;
+
+ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
+  if (ptr == nullptr) return Report(absl::InvalidArgumentError("ncclMemAlloc: ptr is NULL"));
+  if (cudaError_t err = cudaMalloc(ptr, size); err != cudaSuccess) {
+    cudaGetLastError();
+    Report(absl::InternalError(absl::StrCat("ncclMemAlloc of ", size, " bytes: ", cudaGetErrorString(err))));
+    return ncclUnhandledCudaError;
+  }
+  return ncclSuccess;
+}
+
+ncclResult_t ncclMemFree(void* ptr) {
+  if (cudaError_t err = cudaFree(ptr); err != cudaSuccess) {
+    cudaGetLastError();
+    Report(absl::InternalError(absl::StrCat("ncclMemFree: ", cudaGetErrorString(err))));
+    return ncclUnhandledCudaError;
+  }
+  return ncclSuccess;
+}
+
+// One process, one thread, ndev ranks: the creations run together at the group's end. Without
+// a usable CUDA device, devlist is not looked at and every rank is a host rank.
+ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const int* devlist) {
+  if (comm == nullptr || ndev < 1) {
+    return Report(absl::InvalidArgumentError(absl::StrCat("ncclCommInitAll: comm is NULL or ndev ", ndev, " < 1")));
+  }
+  auto device_of = [&](int rank) { return devlist != nullptr ? devlist[rank] : rank; };
+  int devices = 0;
+  if (cudaGetDeviceCount(&devices) != cudaSuccess) {
+    cudaGetLastError();
+    devices = 0;
+  }
+  for (int rank = 0; rank < ndev && devices > 0; ++rank) {
+    if (device_of(rank) < 0 || device_of(rank) >= devices) {
+      return Report(absl::InvalidArgumentError(absl::StrCat("ncclCommInitAll: rank ", rank, "'s device ", device_of(rank),
+                                                            " is not one of the ", devices, " CUDA devices")));
+    }
+  }
+  ncclUniqueId id;
+  if (ncclResult_t result = ncclGetUniqueId(&id); result != ncclSuccess) return result;
+  int caller_device = 0;
+  if (devices > 0) cudaGetDevice(&caller_device);
+  ncclGroupStart();
+  // The arguments are valid, so these only queue the creations.
+  for (int rank = 0; rank < ndev; ++rank) {
+    if (devices > 0) cudaSetDevice(device_of(rank));
+    ncclCommInitRank(&comm[rank], ndev, id, rank);
+  }
+  if (devices > 0) cudaSetDevice(caller_device);
+  return ncclGroupEnd();
+}
+
+// Registration only speeds NCCL up; ucclzip takes every buffer as it is.
+ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t, void** handle) {
+  if (comm == nullptr || handle == nullptr) {
+    return Report(absl::InvalidArgumentError("ncclCommRegister: comm or handle is NULL"));
+  }
+  *handle = buff;
+  return ncclSuccess;
+}
+
+ncclResult_t ncclCommDeregister(const ncclComm_t comm, void*) {
+  if (comm == nullptr) return Report(absl::InvalidArgumentError("ncclCommDeregister: comm is NULL"));
+  return ncclSuccess;
+}
+
+// ucclzip reads its environment at every ncclCommInitRank, so there is nothing to reload.
+void ncclResetDebugInit() {}
+
+ncclResult_t ncclCommRevoke(ncclComm_t, int) { return Unsupported("ncclCommRevoke"); }
+ncclResult_t ncclCommSplit(ncclComm_t, int, int, ncclComm_t*, ncclConfig_t*) { return Unsupported("ncclCommSplit"); }
+ncclResult_t ncclCommShrink(ncclComm_t, int*, int, ncclComm_t*, ncclConfig_t*, int) {
+  return Unsupported("ncclCommShrink");
+}
+ncclResult_t ncclCommInitRankScalable(ncclComm_t*, int, int, int, ncclUniqueId*, ncclConfig_t*) {
+  return Unsupported("ncclCommInitRankScalable");
+}
+ncclResult_t ncclCommWindowRegister(ncclComm_t, void*, size_t, ncclWindow_t*, int) {
+  return Unsupported("ncclCommWindowRegister");
+}
+ncclResult_t ncclCommWindowDeregister(ncclComm_t, ncclWindow_t) { return Unsupported("ncclCommWindowDeregister"); }
+ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t*, void*, ncclDataType_t, ncclScalarResidence_t, ncclComm_t) {
+  return Unsupported("ncclRedOpCreatePreMulSum");
+}
+ncclResult_t ncclRedOpDestroy(ncclRedOp_t, ncclComm_t) { return Unsupported("ncclRedOpDestroy"); }
+ncclResult_t ncclAlltoAll(const void*, void*, size_t, ncclDataType_t, ncclComm_t, cudaStream_t) {
+  return Unsupported("ncclAlltoAll");
+}
+ncclResult_t ncclGather(const void*, void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t) {
+  return Unsupported("ncclGather");
+}
+ncclResult_t ncclScatter(const void*, void*, size_t, ncclDataType_t, int, ncclComm_t, cudaStream_t) {
+  return Unsupported("ncclScatter");
+}
+ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t*) { return Unsupported("ncclGroupSimulateEnd"); }

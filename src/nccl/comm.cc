@@ -1,0 +1,51 @@
+#include "nccl/comm.h"
+
+#include "absl/strings/str_cat.h"
+
+void ncclComm::Track(const ucclzip::Operation& operation) {
+  absl::MutexLock lock(&mutex_);
+  ForgetCompletedLocked();
+  in_flight_.push_back(operation);
+}
+
+absl::Status ncclComm::AsyncError() {
+  absl::MutexLock lock(&mutex_);
+  ForgetCompletedLocked();
+  return async_error_;
+}
+
+void ncclComm::WaitForAll(absl::Duration timeout) {
+  std::vector<ucclzip::Operation> waiting;
+  {
+    absl::MutexLock lock(&mutex_);
+    waiting = in_flight_;
+  }
+  const absl::Time deadline = absl::Now() + timeout;
+  for (const ucclzip::Operation& operation : waiting) operation.Wait(deadline - absl::Now()).IgnoreError();
+  absl::MutexLock lock(&mutex_);
+  ForgetCompletedLocked();
+}
+
+void ncclComm::ForgetCompletedLocked() {
+  std::erase_if(in_flight_, [&](const ucclzip::Operation& operation) {
+    if (!operation.Test()) return false;
+    if (async_error_.ok()) async_error_ = operation.Wait(absl::ZeroDuration());
+    return true;
+  });
+}
+
+namespace ucclzip::nccl {
+
+absl::Status CheckUsable(const ncclComm* comm, const char* function) {
+  if (comm == nullptr) return absl::InvalidArgumentError(absl::StrCat(function, ": comm is NULL"));
+  if (comm->creating) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        function, ": the communicator is created only at the end of the group that called ncclCommInitRank"));
+  }
+  if (comm->communicator == nullptr) {
+    return absl::FailedPreconditionError(absl::StrCat(function, ": the communicator's creation failed"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace ucclzip::nccl

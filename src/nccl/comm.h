@@ -1,0 +1,44 @@
+// What an ncclComm_t points to: a ucclzip Communicator, the CUDA device that was current when
+// it was made, and the operations it has in flight, so that ncclCommGetAsyncError can report
+// a failure that happened after the call returned (NCCL's asynchronous errors).
+#pragma once
+
+#include <nccl.h>
+
+#include <memory>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "ucclzip/communicator.h"
+
+struct ncclComm {
+  // Null until it is created (at once, or at the end of the group that asked for it), and
+  // where its creation failed.
+  std::unique_ptr<ucclzip::Communicator> communicator;
+  bool creating = false;  // its creation waits for the end of the open group
+  int cuda_device = -1;  // -1 where no CUDA device is usable
+
+  // Remembers an operation until it completes; its failure becomes the async error.
+  void Track(const ucclzip::Operation& operation);
+  // The first failure among the tracked operations (OK if none failed so far).
+  absl::Status AsyncError();
+  // Waits up to `timeout` for every tracked operation.
+  void WaitForAll(absl::Duration timeout);
+
+ private:
+  void ForgetCompletedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
+  absl::Mutex mutex_;
+  std::vector<ucclzip::Operation> in_flight_ ABSL_GUARDED_BY(mutex_);
+  absl::Status async_error_ ABSL_GUARDED_BY(mutex_);
+};
+
+namespace ucclzip::nccl {
+
+// OK when `comm` can take operations, else InvalidArgument (null) or FailedPrecondition (its
+// creation is still pending in the open group, or failed).
+absl::Status CheckUsable(const ncclComm* comm, const char* function);
+
+}  // namespace ucclzip::nccl

@@ -1,0 +1,73 @@
+#include "nccl/group.h"
+
+#include <algorithm>
+#include <thread>
+#include <vector>
+
+#include "nccl/comm.h"
+#include "nccl/status.h"
+
+namespace ucclzip::nccl {
+namespace {
+
+struct Group {
+  int depth = 0;
+  std::vector<ncclComm*> comms;  // in the order they joined
+  bool wait_at_end = false;
+  std::vector<std::function<absl::Status()>> deferred;
+};
+
+thread_local Group group;
+
+// Runs the steps on a thread each (every one blocks until the other ranks take part) and
+// returns the first failure.
+absl::Status RunConcurrently(std::vector<std::function<absl::Status()>> steps) {
+  std::vector<absl::Status> results(steps.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < steps.size(); ++i) threads.emplace_back([&, i] { results[i] = steps[i](); });
+  for (std::thread& thread : threads) thread.join();
+  absl::Status first;
+  for (const absl::Status& result : results) first.Update(result);
+  return first;
+}
+
+}  // namespace
+
+bool InGroup() { return group.depth > 0; }
+
+void JoinGroup(ncclComm* comm, bool null_stream) {
+  group.wait_at_end |= null_stream;
+  if (GroupHolds(comm)) return;
+  comm->communicator->GroupStart();
+  group.comms.push_back(comm);
+}
+
+bool GroupHolds(const ncclComm* comm) {
+  return std::find(group.comms.begin(), group.comms.end(), comm) != group.comms.end();
+}
+
+void DeferToGroupEnd(std::function<absl::Status()> step) { group.deferred.push_back(std::move(step)); }
+
+ncclResult_t GroupStart() {
+  ++group.depth;
+  return ncclSuccess;
+}
+
+ncclResult_t GroupEnd() {
+  if (group.depth == 0) return Report(absl::FailedPreconditionError("ncclGroupEnd without ncclGroupStart"));
+  if (--group.depth > 0) return ncclSuccess;
+  Group ended = std::move(group);
+  group = Group();
+  absl::Status status = RunConcurrently(std::move(ended.deferred));
+  std::vector<Operation> posted;
+  for (ncclComm* comm : ended.comms) {
+    posted.push_back(comm->communicator->GroupEnd());
+    comm->Track(posted.back());
+  }
+  if (ended.wait_at_end) {
+    for (const Operation& operation : posted) status.Update(operation.Wait());
+  }
+  return Report(status);
+}
+
+}  // namespace ucclzip::nccl

@@ -1,0 +1,34 @@
+// NCCL's group semantics on top of ucclzip's per-communicator groups. ncclGroupStart and
+// ncclGroupEnd are per thread and nest; inside, every operation joins its communicator's
+// ucclzip group (Communicator::GroupStart on first use), and the outermost ncclGroupEnd posts
+// every communicator's group at once. Creating and destroying communicators inside a group is
+// deferred to its end and done for all of them concurrently, which is how one thread drives
+// several ranks (each creation and destruction waits for the other ranks).
+#pragma once
+
+#include <nccl.h>
+
+#include <functional>
+
+#include "absl/status/status.h"
+
+namespace ucclzip::nccl {
+
+// True between the thread's outermost ncclGroupStart and its ncclGroupEnd.
+bool InGroup();
+
+// Adds `comm` to the thread's open group (once; it starts the communicator's group) and
+// notes whether the call had a null stream, for which ncclGroupEnd waits (docs/NCCL_API.md).
+void JoinGroup(ncclComm* comm, bool null_stream);
+
+// True if `comm` is in the thread's open group.
+bool GroupHolds(const ncclComm* comm);
+
+// Runs `step` (a creation or destruction) at the outermost ncclGroupEnd, concurrently with the
+// group's other deferred steps.
+void DeferToGroupEnd(std::function<absl::Status()> step);
+
+ncclResult_t GroupStart();
+ncclResult_t GroupEnd();
+
+}  // namespace ucclzip::nccl

@@ -1,0 +1,63 @@
+// The shim's pieces below the C API: which ncclResult_t each kind of failure becomes, the
+// last error kept per thread, and the one setting it reads from the environment itself.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "nccl/environment.h"
+#include "nccl/status.h"
+
+namespace ucclzip::nccl {
+namespace {
+
+TEST(NcclStatus, EveryKindOfFailureHasItsNcclResult) {
+  EXPECT_EQ(ResultOf(absl::OkStatus()), ncclSuccess);
+  EXPECT_EQ(ResultOf(absl::InvalidArgumentError("")), ncclInvalidArgument);
+  EXPECT_EQ(ResultOf(absl::OutOfRangeError("")), ncclInvalidArgument);
+  EXPECT_EQ(ResultOf(absl::FailedPreconditionError("")), ncclInvalidUsage);
+  EXPECT_EQ(ResultOf(absl::UnimplementedError("")), ncclInvalidUsage);
+  for (const absl::Status& remote : {absl::UnavailableError(""), absl::DeadlineExceededError(""), absl::DataLossError(""),
+                                     absl::AbortedError(""), absl::CancelledError("")}) {
+    EXPECT_EQ(ResultOf(remote), ncclRemoteError) << remote;
+  }
+  EXPECT_EQ(ResultOf(absl::InternalError("")), ncclInternalError);
+  EXPECT_EQ(ResultOf(absl::ResourceExhaustedError("")), ncclSystemError);
+  EXPECT_EQ(ResultOf(absl::PermissionDeniedError("")), ncclSystemError);
+}
+
+TEST(NcclStatus, TheLastErrorIsPerThreadAndKeptOverSuccesses) {
+  EXPECT_EQ(Report(absl::InvalidArgumentError("rank 1: allreduce: bad")), ncclInvalidArgument);
+  EXPECT_EQ(Report(absl::OkStatus()), ncclSuccess);
+  EXPECT_STREQ(LastError(), "rank 1: allreduce: bad");
+  std::thread([] { EXPECT_STREQ(LastError(), ""); }).join();
+}
+
+class NcclEnvironment : public ::testing::Test {
+ protected:
+  void TearDown() override { unsetenv("UCCLZIP_BOOTSTRAP_TIMEOUT"); }
+};
+
+TEST_F(NcclEnvironment, TheBootstrapTimeoutComesFromTheEnvironmentWhereSet) {
+  absl::StatusOr<absl::Duration> timeout = BootstrapTimeoutFromEnvironment(absl::Seconds(60));
+  ASSERT_TRUE(timeout.ok()) << timeout.status();
+  EXPECT_EQ(*timeout, absl::Seconds(60));
+  setenv("UCCLZIP_BOOTSTRAP_TIMEOUT", "7", 1);
+  timeout = BootstrapTimeoutFromEnvironment(absl::Seconds(60));
+  ASSERT_TRUE(timeout.ok()) << timeout.status();
+  EXPECT_EQ(*timeout, absl::Seconds(7));
+}
+
+TEST_F(NcclEnvironment, AMalformedBootstrapTimeoutIsNamed) {
+  for (const char* bad : {"0", "1.5", "soon", "86401"}) {
+    setenv("UCCLZIP_BOOTSTRAP_TIMEOUT", bad, 1);
+    absl::StatusOr<absl::Duration> timeout = BootstrapTimeoutFromEnvironment(absl::Seconds(60));
+    ASSERT_EQ(timeout.status().code(), absl::StatusCode::kInvalidArgument) << bad;
+    EXPECT_EQ(timeout.status().message(),
+              absl::StrCat("UCCLZIP_BOOTSTRAP_TIMEOUT='", bad, "': expected whole seconds from 1 to 86400"));
+  }
+}
+
+}  // namespace
+}  // namespace ucclzip::nccl
