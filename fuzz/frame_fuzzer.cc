@@ -1,8 +1,9 @@
 // Fuzzes the CPU frame decoder with untrusted frames, and the codec with arbitrary tensors.
 //   byte 0 even: the rest is a frame; it is decoded as the type and count its header claims
-//                (bounded), which must give an error or a result, never a fault.
+//                (bounded), which must give an error or a result, never a fault; on three
+//                threads it must give the same error or the same result.
 //   byte 0 odd:  the rest is a tensor of the type byte 1 names; compress, then decompress, and
-//                the result must be bit-identical.
+//                the result must be bit-identical; on three threads the frame must be the same.
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -13,6 +14,11 @@
 namespace {
 
 constexpr uint64_t kMaxElements = 1 << 20;
+
+ucclzip::HostCodecThreads* Threads() {
+  static ucclzip::HostCodecThreads* const threads = ucclzip::HostCodecThreads::Create(3)->release();
+  return threads;
+}
 
 void DecodeUntrusted(const uint8_t* data, size_t size) {
   if (size < ucclzip::kFrameHeaderBytes) {
@@ -26,8 +32,10 @@ void DecodeUntrusted(const uint8_t* data, size_t size) {
   std::memcpy(&count, data + 8, 8);
   if (!ucclzip::IsValidDataType(dtype) || count > kMaxElements) return;
   const auto type = static_cast<ucclzip::DataType>(dtype);
-  std::vector<uint8_t> out(count * ucclzip::ElementSize(type) + 1);
-  (void)ucclzip::DecompressHost(data, size, type, out.data(), count);
+  std::vector<uint8_t> out(count * ucclzip::ElementSize(type) + 1), threaded(out.size());
+  const absl::Status status = ucclzip::DecompressHost(data, size, type, out.data(), count);
+  if (ucclzip::DecompressHost(data, size, type, threaded.data(), count, Threads()) != status) abort();
+  if (status.ok() && threaded != out) abort();
   (void)ucclzip::ReadFrameInfo(data, size);
 }
 
@@ -44,6 +52,9 @@ void RoundTrip(const uint8_t* data, size_t size) {
   std::vector<uint8_t> frame(ucclzip::MaxFrameBytes(type, n));
   auto bytes = ucclzip::CompressHost(tensor.data(), n, type, frame.data(), frame.size());
   if (!bytes.ok()) abort();
+  std::vector<uint8_t> threaded(frame.size());
+  auto threaded_bytes = ucclzip::CompressHost(tensor.data(), n, type, threaded.data(), threaded.size(), {}, Threads());
+  if (!threaded_bytes.ok() || *threaded_bytes != *bytes || std::memcmp(threaded.data(), frame.data(), *bytes) != 0) abort();
   std::vector<uint8_t> back(tensor.size());
   if (!ucclzip::DecompressHost(frame.data(), *bytes, type, back.data(), n).ok()) abort();
   if (back != tensor) abort();

@@ -79,14 +79,48 @@ absl::StatusOr<FrameInfo> ReadFrameInfo(const void* frame, size_t available_byte
 
 // --- CPU reference --------------------------------------------------------------------------
 
+namespace internal {
+struct HostCodecThreadsAccess;
+}
+
+// Threads that the CPU codec spreads one frame's work over: the chunks of a frame are coded
+// independently once its model is built, so N threads code one frame about N times as fast.
+// Created once and reused: no call starts a thread. The frame does not depend on the thread
+// count. One call at a time uses the threads; concurrent calls take turns.
+class HostCodecThreads {
+ public:
+  // `threads` in all, the calling thread included (threads - 1 workers start here); 0 means
+  // DefaultHostCodecThreads(). At most 256.
+  static absl::StatusOr<std::unique_ptr<HostCodecThreads>> Create(int threads = 0);
+  ~HostCodecThreads();
+  HostCodecThreads(const HostCodecThreads&) = delete;
+  HostCodecThreads& operator=(const HostCodecThreads&) = delete;
+
+  int threads() const;
+
+ private:
+  friend struct internal::HostCodecThreadsAccess;
+  struct State;
+  explicit HostCodecThreads(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+// Half the machine's hardware threads, at least 1 and at most 8: a share that leaves the other
+// half to the application and to other ranks on the same host, and beyond which one frame's
+// memory traffic gains little.
+int DefaultHostCodecThreads();
+
 // Compresses `count` elements at `input` (any alignment) into `frame`. Returns the frame size.
+// With `threads`, the work is spread over them; the frame is the same bytes either way.
 absl::StatusOr<uint64_t> CompressHost(const void* input, uint64_t count, DataType dtype, void* frame,
-                                      uint64_t frame_capacity, const CodecOptions& options = {});
+                                      uint64_t frame_capacity, const CodecOptions& options = {},
+                                      HostCodecThreads* threads = nullptr);
 
 // Decompresses a frame of `frame_bytes` bytes into `output`, which holds exactly `count`
-// elements of `dtype`; a frame of another type or count is an error.
+// elements of `dtype`; a frame of another type or count is an error. With `threads`, the work
+// is spread over them; the output and any error are the same either way.
 absl::Status DecompressHost(const void* frame, uint64_t frame_bytes, DataType dtype, void* output,
-                            uint64_t count);
+                            uint64_t count, HostCodecThreads* threads = nullptr);
 
 // Empirical order-0 entropy of a tensor, and the ratios it bounds.
 struct EntropyReport {

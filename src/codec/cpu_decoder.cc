@@ -1,14 +1,22 @@
 // CPU reference decoder. The frame is untrusted: the header, the table and every chunk offset
 // are checked before use, and each lane's reads are bounded by its chunk.
+//
+// Chunks decode independently, so they are cut into tasks that HostCodecThreads may run in
+// parallel. Each task stops at its first bad chunk; the error reported is the first chunk's in
+// frame order, the same as one thread would report.
+#include <algorithm>
 #include <array>
 #include <cstring>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "codec/cpu_rans.h"
+#include "codec/cpu_split_loops.h"
 #include "codec/decode_table.h"
 #include "codec/dtype_dispatch.h"
 #include "codec/frame_checks.h"
 #include "codec/frame_format.h"
+#include "codec/host_parallel.h"
 #include "codec/rans_model.h"
 #include "ucclzip/codec.h"
 
@@ -19,105 +27,124 @@ using codec::DecodeError;
 using codec::Header;
 using codec::Mode;
 
-template <typename Split>
-void StoreElement(uint8_t* output, uint64_t index, typename Split::Bits value) {
-  std::memcpy(output + index * sizeof(value), &value, sizeof(value));
-}
+// Elements joined per block in the modes without coding, so that the symbols stay in L1.
+constexpr uint64_t kJoinBlock = 4096;
 
+// Modes 1 and 2: the symbols are `stored`, or (null) all `constant_symbol`.
 template <typename Split>
-uint32_t LoadRaw(const uint8_t* raw_plane, uint64_t index) {
-  uint32_t raw = 0;
-  for (uint32_t b = 0; b < Split::kRawWidth; ++b) raw |= uint32_t{raw_plane[index * Split::kRawWidth + b]} << (8 * b);
-  return raw;
-}
-
-// Decodes one chunk whose bytes are [chunk, chunk + chunk_bytes). Returns kOk or the error.
-template <typename Split>
-DecodeError DecodeChunk(const uint8_t* chunk, uint64_t chunk_bytes, const uint32_t* slots, const uint8_t* raw_plane,
-                        uint64_t first, uint64_t chunk_count, uint8_t* output) {
-  if (chunk_bytes < codec::kChunkStateBytes || chunk_bytes % 4 != 0) return DecodeError::kBadIndex;
-  std::array<uint32_t, codec::kLanes> state;
-  std::memcpy(state.data(), chunk, codec::kChunkStateBytes);
-  for (uint32_t x : state) {
-    if (x < codec::kStateLow || x >= (1u << 31)) return DecodeError::kCorruptStream;
+void JoinUncoded(const uint8_t* raw_plane, const uint8_t* stored, uint8_t constant_symbol, uint64_t first,
+                 uint64_t end, uint8_t* output) {
+  using Bits = typename Split::Bits;
+  uint8_t constant[kJoinBlock];
+  if (stored == nullptr) std::memset(constant, constant_symbol, sizeof(constant));
+  for (uint64_t i = first; i < end; i += kJoinBlock) {
+    const uint64_t n = std::min(kJoinBlock, end - i);
+    codec::JoinElements<Split>(raw_plane + i * Split::kRawWidth, stored != nullptr ? stored + i : constant, n,
+                               output + i * sizeof(Bits));
   }
-  const uint8_t* words = chunk + codec::kChunkStateBytes;
-  const uint64_t available_words = (chunk_bytes - codec::kChunkStateBytes) / 2;
-  uint64_t next_word = 0;
-  const uint64_t steps = codec::DivCeil(chunk_count, codec::kLanes);
-  for (uint64_t k = 0; k < steps; ++k) {
-    for (uint32_t lane = 0; lane < codec::kLanes; ++lane) {
-      const uint64_t e = k * codec::kLanes + lane;
-      if (e >= chunk_count) break;
-      uint32_t x = state[lane];
-      const uint32_t entry = slots[x & (codec::kProbScale - 1)];
-      x = codec::DecodeStep(x, entry);
-      if (x < codec::kStateLow) {
-        if (next_word >= available_words) return DecodeError::kCorruptStream;
-        uint16_t word;
-        std::memcpy(&word, words + 2 * next_word++, 2);
-        x = (x << 16) | word;
-      }
-      state[lane] = x;
-      StoreElement<Split>(output, first + e, Split::Join(LoadRaw<Split>(raw_plane, first + e), codec::EntrySymbol(entry)));
+}
+
+// Where chunk c's bytes lie, from the untrusted index: false if they are out of order or out of
+// bounds.
+bool LocateChunk(const uint8_t* frame, const Header& h, uint64_t c, uint64_t num_chunks, codec::ChunkToDecode& chunk) {
+  const uint8_t* index = frame + codec::kHeaderBytes + codec::kTableBytes;
+  uint32_t begin_words, end_words;
+  std::memcpy(&begin_words, index + 4 * c, 4);
+  if (c + 1 < num_chunks) {
+    std::memcpy(&end_words, index + 4 * (c + 1), 4);
+  } else {
+    end_words = static_cast<uint32_t>(h.coded_bytes / 4);
+  }
+  if (begin_words > end_words || uint64_t{end_words} * 4 > h.coded_bytes) return false;
+  chunk.bytes = frame + h.coded_offset + 4 * uint64_t{begin_words};
+  chunk.size = 4 * uint64_t{end_words - begin_words};
+  return true;
+}
+
+// Decodes chunks [first_chunk, end_chunk), two at a time. Returns 0 or the error word of the
+// first bad chunk; errors are checked in chunk order, so the first is the one a chunk-by-chunk
+// decoder would stop at.
+template <typename Split>
+uint32_t DecodeChunks(const uint8_t* frame, const Header& h, const uint32_t* slots, uint64_t first_chunk,
+                      uint64_t end_chunk, uint8_t* output) {
+  using Bits = typename Split::Bits;
+  constexpr bool kJoin = Split::kRawWidth != 0;  // fp8: the symbols are the elements
+  const uint8_t* raw_plane = frame + h.raw_offset;
+  const uint64_t chunk_elements = uint64_t{codec::kLanes} << h.lane_symbols_log2;
+  const uint64_t num_chunks = codec::DivCeil(h.count, chunk_elements);
+  const codec::ChunkCoder& coder = codec::ChosenChunkCoder();
+  uint8_t* symbols = kJoin ? codec::ThreadScratch(2 * chunk_elements) : nullptr;
+  const auto error = [](DecodeError e, uint64_t c) { return codec::MakeErrorWord(e, static_cast<uint32_t>(c)); };
+  const auto prepare = [&](uint64_t c, uint32_t slot, codec::ChunkToDecode& chunk) {
+    const uint64_t first = c * chunk_elements;
+    chunk.n = static_cast<uint32_t>(std::min(chunk_elements, h.count - first));
+    chunk.symbols = kJoin ? symbols + slot * chunk_elements : output + first;
+    return LocateChunk(frame, h, c, num_chunks, chunk);
+  };
+  const auto join = [&](uint64_t c, const codec::ChunkToDecode& chunk) {
+    if constexpr (kJoin) {
+      const uint64_t first = c * chunk_elements;
+      codec::JoinElements<Split>(raw_plane + first * Split::kRawWidth, chunk.symbols, chunk.n,
+                                 output + first * sizeof(Bits));
+    }
+  };
+  for (uint64_t c = first_chunk; c < end_chunk; c += 2) {
+    const uint32_t group = c + 1 < end_chunk ? 2 : 1;
+    codec::ChunkToDecode chunks[2];
+    DecodeError results[2] = {DecodeError::kBadIndex, DecodeError::kBadIndex};
+    const bool located = prepare(c, 0, chunks[0]);
+    if (located && group == 2 && prepare(c + 1, 1, chunks[1])) {
+      coder.decode_two(slots, chunks[0], chunks[1], results[0], results[1]);
+    } else if (located) {
+      results[0] = coder.decode(slots, chunks[0]);
+    }
+    for (uint32_t i = 0; i < group; ++i) {
+      if (results[i] != DecodeError::kOk) return error(results[i], c + i);
+      join(c + i, chunks[i]);
     }
   }
-  // The decoder must end exactly where the encoder began, having read every word but the pad.
-  for (uint32_t x : state) {
-    if (x != codec::kStateLow) return DecodeError::kCorruptStream;
-  }
-  const bool exact = next_word == available_words;
-  const bool padded = next_word + 1 == available_words && next_word % 2 == 1 && words[2 * next_word] == 0 &&
-                      words[2 * next_word + 1] == 0;
-  return exact || padded ? DecodeError::kOk : DecodeError::kCorruptStream;
+  return 0;
 }
 
 // Returns a decode error word (frame_checks.h): the code, and the failing chunk as detail.
 template <typename Split>
-uint32_t DecodeSplit(const uint8_t* frame, const Header& h, uint8_t* output) {
+uint32_t DecodeSplit(const uint8_t* frame, const Header& h, uint8_t* output, codec::ParallelCall& call) {
   const uint8_t* raw_plane = frame + h.raw_offset;
-  const uint8_t* coded = frame + h.coded_offset;
   const Mode mode = static_cast<Mode>(h.mode);
   if (mode == Mode::kSplitConstant || mode == Mode::kSplitStored) {
-    for (uint64_t i = 0; i < h.count; ++i) {
-      const uint32_t symbol = mode == Mode::kSplitConstant ? h.constant_symbol : coded[i];
-      StoreElement<Split>(output, i, Split::Join(LoadRaw<Split>(raw_plane, i), symbol));
-    }
+    const uint8_t* stored = mode == Mode::kSplitStored ? frame + h.coded_offset : nullptr;
+    const uint64_t blocks = codec::DivCeil(h.count, kJoinBlock);
+    const uint32_t tasks = call.TaskCount(blocks);
+    call.Run(tasks, [&](uint32_t t) {
+      const codec::TaskShare share = codec::ShareOf(blocks, t, tasks);
+      JoinUncoded<Split>(raw_plane, stored, h.constant_symbol, share.first * kJoinBlock,
+                         std::min(h.count, share.end * kJoinBlock), output);
+    });
     return 0;
   }
   std::array<uint16_t, codec::kAlphabetSize> freqs;
   std::memcpy(freqs.data(), frame + codec::kHeaderBytes, codec::kTableBytes);
   if (DecodeError e = codec::CheckTable(freqs.data()); e != DecodeError::kOk) return codec::MakeErrorWord(e, 0);
-  std::vector<uint32_t> slots(codec::kProbScale);
+  std::array<uint32_t, codec::kProbScale> slots;
   codec::BuildDecodeTable(freqs.data(), slots.data());
 
-  const uint32_t lane_symbols = 1u << h.lane_symbols_log2;
-  const uint64_t chunk_elements = uint64_t{codec::kLanes} * lane_symbols;
-  const uint64_t num_chunks = codec::DivCeil(h.count, chunk_elements);
-  const uint8_t* index = frame + codec::kHeaderBytes + codec::kTableBytes;
-  for (uint64_t c = 0; c < num_chunks; ++c) {
-    uint32_t begin_words, end_words;
-    std::memcpy(&begin_words, index + 4 * c, 4);
-    if (c + 1 < num_chunks) {
-      std::memcpy(&end_words, index + 4 * (c + 1), 4);
-    } else {
-      end_words = static_cast<uint32_t>(h.coded_bytes / 4);
-    }
-    if (begin_words > end_words || uint64_t{end_words} * 4 > h.coded_bytes) {
-      return codec::MakeErrorWord(DecodeError::kBadIndex, static_cast<uint32_t>(c));
-    }
-    const uint64_t first = c * chunk_elements;
-    const uint64_t chunk_count = std::min(chunk_elements, h.count - first);
-    DecodeError e = DecodeChunk<Split>(coded + 4 * uint64_t{begin_words}, 4 * uint64_t{end_words - begin_words},
-                                       slots.data(), raw_plane, first, chunk_count, output);
-    if (e != DecodeError::kOk) return codec::MakeErrorWord(e, static_cast<uint32_t>(c));
+  const uint64_t num_chunks = codec::DivCeil(h.count, uint64_t{codec::kLanes} << h.lane_symbols_log2);
+  const uint32_t tasks = call.TaskCount(num_chunks);
+  std::vector<uint32_t> errors(tasks, 0);
+  call.Run(tasks, [&](uint32_t t) {
+    const codec::TaskShare share = codec::ShareOf(num_chunks, t, tasks);
+    errors[t] = DecodeChunks<Split>(frame, h, slots.data(), share.first, share.end, output);
+  });
+  for (uint32_t error : errors) {
+    if (error != 0) return error;
   }
   return 0;
 }
 
 }  // namespace
 
-absl::Status DecompressHost(const void* frame, uint64_t frame_bytes, DataType dtype, void* output, uint64_t count) {
+absl::Status DecompressHost(const void* frame, uint64_t frame_bytes, DataType dtype, void* output, uint64_t count,
+                            HostCodecThreads* threads) {
   const std::string context = absl::StrCat("decompress ", DataTypeName(dtype), " x", count, " from a frame of ",
                                            frame_bytes, " bytes");
   if (frame == nullptr || (count > 0 && output == nullptr)) {
@@ -141,7 +168,11 @@ absl::Status DecompressHost(const void* frame, uint64_t frame_bytes, DataType dt
       if (h.raw_bytes > 0) std::memcpy(out, in + h.raw_offset, h.raw_bytes);
     } else {
       error = codec::VisitSplit(
-          dtype, [&]<typename Split>() { return DecodeSplit<Split>(in, h, out); },
+          dtype,
+          [&]<typename Split>() {
+            codec::ParallelCall call(threads);
+            return DecodeSplit<Split>(in, h, out, call);
+          },
           [] { return static_cast<uint32_t>(DecodeError::kBadMode); });
     }
   }

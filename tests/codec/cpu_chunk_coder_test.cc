@@ -1,0 +1,159 @@
+// The CPU's two chunk coders: the AVX2 one writes the portable one's words and states bit for
+// bit and reads them back, alone and two chunks at a time, and both reject damaged chunks
+// alike. (Whole frames use the chosen coder: cpu_codec_test.cc.)
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "codec/cpu_rans.h"
+#include "codec/decode_table.h"
+
+namespace ucclzip::codec {
+namespace {
+
+// A frequency table and symbols drawn from it.
+struct Source {
+  const char* name;
+  std::array<uint16_t, kAlphabetSize> freqs{};
+};
+
+std::vector<Source> Sources() {
+  std::vector<Source> sources;
+  Source peaked{"a few dominant symbols (bf16 exponents)"};
+  const uint16_t peak[] = {2, 9, 40, 160, 480, 1000, 1200, 800, 300, 80, 20, 5};
+  uint32_t sum = 0;
+  for (uint32_t i = 0; i < std::size(peak); ++i) sum += peaked.freqs[112 + i] = peak[i];
+  peaked.freqs[0] = static_cast<uint16_t>(kProbScale - sum);
+  sources.push_back(peaked);
+  Source flat{"every symbol alike"};
+  flat.freqs.fill(kProbScale / kAlphabetSize);
+  sources.push_back(flat);
+  Source extreme{"frequencies 4095 and 1"};
+  extreme.freqs[3] = kProbScale - 1;
+  extreme.freqs[250] = 1;
+  sources.push_back(extreme);
+  Source random{"random frequencies"};
+  std::mt19937 rng(5);
+  uint32_t left = kProbScale;
+  for (uint32_t s = 0; s < kAlphabetSize && left > 0; s += 1 + rng() % 3) {
+    const uint32_t f = std::min<uint32_t>(left, 1 + rng() % 60);
+    random.freqs[s] = static_cast<uint16_t>(f);
+    left -= f;
+  }
+  random.freqs[255] = static_cast<uint16_t>(random.freqs[255] + left);
+  sources.push_back(random);
+  return sources;
+}
+
+std::vector<uint8_t> DrawSymbols(const Source& source, uint32_t n, uint32_t seed) {
+  std::vector<uint8_t> slot_symbol;
+  for (uint32_t s = 0; s < kAlphabetSize; ++s) slot_symbol.insert(slot_symbol.end(), source.freqs[s], static_cast<uint8_t>(s));
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> symbols(n);
+  for (uint8_t& s : symbols) s = slot_symbol[rng() % kProbScale];
+  return symbols;
+}
+
+// A coded chunk as the frame holds it: the states, the words, the pad.
+std::vector<uint8_t> EncodeChunk(const ChunkCoder& coder, const EncoderTable& table, const std::vector<uint8_t>& symbols) {
+  const auto n = static_cast<uint32_t>(symbols.size());
+  std::vector<uint16_t> words(n + kEncodeSlackWords);
+  uint32_t state[kLanes];
+  const uint16_t* begin = coder.encode(symbols.data(), n, table, state, words.data() + words.size());
+  const size_t word_count = words.data() + words.size() - begin;
+  std::vector<uint8_t> chunk(kChunkStateBytes + 2 * (word_count + word_count % 2), 0);
+  std::memcpy(chunk.data(), state, kChunkStateBytes);
+  std::memcpy(chunk.data() + kChunkStateBytes, begin, 2 * word_count);
+  return chunk;
+}
+
+DecodeError Decode(const ChunkCoder& coder, const uint32_t* slots, const std::vector<uint8_t>& chunk, uint32_t n,
+                   std::vector<uint8_t>& symbols) {
+  symbols.assign(n, 0);
+  return coder.decode(slots, ChunkToDecode{chunk.data(), chunk.size(), n, symbols.data()});
+}
+
+class ChunkCoders : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    avx2_ = Avx2ChunkCoder();
+    if (avx2_ == nullptr) GTEST_SKIP() << "this CPU has no AVX2";
+  }
+  const ChunkCoder& portable_ = PortableChunkCoder();
+  const ChunkCoder* avx2_ = nullptr;
+};
+
+constexpr uint32_t kSizes[] = {1, 31, 32, 33, 255, 2047, 2048, 32 * 1024, 32 * 4096};
+
+TEST_F(ChunkCoders, Avx2WritesThePortableBytesAndBothReadThem) {
+  for (const Source& source : Sources()) {
+    const EncoderTable table = MakeEncoderTable(source.freqs.data());
+    std::vector<uint32_t> slots(kProbScale);
+    BuildDecodeTable(source.freqs.data(), slots.data());
+    for (uint32_t n : kSizes) {
+      SCOPED_TRACE(::testing::Message() << source.name << ", " << n << " symbols");
+      const std::vector<uint8_t> symbols = DrawSymbols(source, n, n);
+      const std::vector<uint8_t> chunk = EncodeChunk(portable_, table, symbols);
+      ASSERT_EQ(EncodeChunk(*avx2_, table, symbols), chunk);
+      for (const ChunkCoder* coder : {&portable_, avx2_}) {
+        std::vector<uint8_t> decoded;
+        ASSERT_EQ(Decode(*coder, slots.data(), chunk, n, decoded), DecodeError::kOk);
+        EXPECT_EQ(decoded, symbols);
+      }
+    }
+  }
+}
+
+TEST_F(ChunkCoders, TwoAtATimeDecodeAsOneAtATime) {
+  const Source source = Sources()[0];
+  const EncoderTable table = MakeEncoderTable(source.freqs.data());
+  std::vector<uint32_t> slots(kProbScale);
+  BuildDecodeTable(source.freqs.data(), slots.data());
+  // Chunks of unequal lengths, so that one runs out of steps (or of unchecked words) first.
+  for (uint32_t n : {33u, 2048u, 32u * 1024}) {
+    for (uint32_t m : {1u, 2047u, 32u * 1024}) {
+      const std::vector<uint8_t> a = DrawSymbols(source, n, 1), b = DrawSymbols(source, m, 2);
+      std::vector<uint8_t> chunk_a = EncodeChunk(portable_, table, a), chunk_b = EncodeChunk(portable_, table, b);
+      for (bool damage_b : {false, true}) {
+        if (damage_b) chunk_b[kChunkStateBytes + chunk_b.size() / 3] ^= 0x40;
+        for (const ChunkCoder* coder : {&portable_, avx2_}) {
+          std::vector<uint8_t> out_a(n), out_b(m), alone;
+          DecodeError result_a, result_b;
+          coder->decode_two(slots.data(), ChunkToDecode{chunk_a.data(), chunk_a.size(), n, out_a.data()},
+                            ChunkToDecode{chunk_b.data(), chunk_b.size(), m, out_b.data()}, result_a, result_b);
+          EXPECT_EQ(result_a, DecodeError::kOk);
+          EXPECT_EQ(out_a, a);
+          EXPECT_EQ(result_b, Decode(portable_, slots.data(), chunk_b, m, alone)) << n << " + " << m;
+          if (!damage_b) EXPECT_EQ(out_b, b);
+        }
+      }
+    }
+  }
+}
+
+TEST_F(ChunkCoders, DamageIsRejectedAlike) {
+  const Source source = Sources()[3];
+  const EncoderTable table = MakeEncoderTable(source.freqs.data());
+  std::vector<uint32_t> slots(kProbScale);
+  BuildDecodeTable(source.freqs.data(), slots.data());
+  const uint32_t n = 32 * 256 + 5;
+  const std::vector<uint8_t> chunk = EncodeChunk(portable_, table, DrawSymbols(source, n, 9));
+  std::mt19937 rng(13);
+  int rejected = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    std::vector<uint8_t> bad = chunk;
+    bad[rng() % bad.size()] ^= static_cast<uint8_t>(1 + rng() % 255);
+    if (trial % 10 == 0) bad.resize(bad.size() - 4 * (1 + rng() % 8));  // truncated
+    std::vector<uint8_t> portable_out, avx2_out;
+    const DecodeError expected = Decode(portable_, slots.data(), bad, n, portable_out);
+    ASSERT_EQ(Decode(*avx2_, slots.data(), bad, n, avx2_out), expected) << "trial " << trial;
+    rejected += expected != DecodeError::kOk;
+  }
+  EXPECT_GT(rejected, 290);
+}
+
+}  // namespace
+}  // namespace ucclzip::codec
