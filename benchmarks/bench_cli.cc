@@ -26,6 +26,8 @@ ABSL_FLAG(std::string, compress, "",
           "(sendrecv off, the collectives off,on, weightsync on against off)");
 ABSL_FLAG(ucclzip::bench::ByteSize, pipeline_block, ucclzip::bench::ByteSize{ucclzip::CommunicatorOptions{}.pipeline_block_bytes},
           "pipeline block size (K/M/G)");
+ABSL_FLAG(int, cpu_codec_threads, ucclzip::CommunicatorOptions{}.cpu_codec_threads,
+          "threads of the CPU codec (host buffers), the pipeline thread included; 0: the library's default");
 
 // nccl-tests' vocabulary, short and long; each wins over the older name it aliases.
 ABSL_FLAG(std::optional<ucclzip::bench::ByteSize>, b, std::nullopt, "nccl-tests: smallest size (K/M/G)");
@@ -92,7 +94,7 @@ T FirstSet(std::initializer_list<std::optional<T>> values, T fallback) {
 std::vector<std::string> FlagsOf(FlagGroup group) {
   switch (group) {
     case FlagGroup::kMeasure: return {"dtype", "dist", "iters", "warmup", "json"};
-    case FlagGroup::kCommunicator: return {"ranks", "memory", "tls", "compress", "pipeline_block"};
+    case FlagGroup::kCommunicator: return {"ranks", "memory", "tls", "compress", "pipeline_block", "cpu_codec_threads"};
     case FlagGroup::kSweep: return {"b", "minbytes", "e", "maxbytes", "f", "stepfactor", "n", "w", "warmup_iters", "d", "datatype"};
     case FlagGroup::kReduction: return {"o", "op", "r", "root", "c", "check"};
   }

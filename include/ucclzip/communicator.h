@@ -94,6 +94,11 @@ struct CommunicatorOptions {
   // Also the number of pipeline blocks that may be on their way to one peer at once: more
   // only interleave on the wire and slow each other down.
   int device_slots = 2;
+  // Threads of the CPU codec, which codes the blocks of host buffers, the pipeline thread
+  // included; 0 means DefaultHostCodecThreads() (include/ucclzip/codec.h): half the cores, at
+  // most 8. One block's frame is spread over them, so the host path codes about this many
+  // times faster than one core, with the same bytes on the wire.
+  int cpu_codec_threads = 0;
 };
 
 // Per-call settings of a Send.

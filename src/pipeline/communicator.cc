@@ -156,9 +156,15 @@ absl::StatusOr<std::unique_ptr<Communicator>> CommunicatorAccess::Create(const B
   absl::StatusOr<std::unique_ptr<transport::Transport>> created = transport::Transport::Create(*impl->bootstrap, options);
   if (!created.ok()) return created.status();
   impl->transport = std::move(*created);
-  impl->engine = std::make_unique<pipeline::Engine>(*impl->transport, options);
+  absl::StatusOr<std::unique_ptr<HostCodecThreads>> cpu_codec_threads = HostCodecThreads::Create(options.cpu_codec_threads);
+  if (!cpu_codec_threads.ok()) {
+    return absl::Status(cpu_codec_threads.status().code(),
+                        absl::StrCat("rank ", impl->transport->rank(), ": ", cpu_codec_threads.status().message()));
+  }
+  const int codec_threads = (*cpu_codec_threads)->threads();
+  impl->engine = std::make_unique<pipeline::Engine>(*impl->transport, options, std::move(*cpu_codec_threads));
   UCCLZIP_LOG(kInfo) << "rank " << bootstrap.rank << " of " << bootstrap.world_size << ": communicator ready: "
-                     << OptionsSummary(*impl->transport);
+                     << OptionsSummary(*impl->transport) << ", CPU codec threads " << codec_threads;
   return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));
 }
 

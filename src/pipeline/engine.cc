@@ -48,13 +48,15 @@ bool Uses(const Schedule& schedule, BufferRole role) {
 
 }  // namespace
 
-Engine::Engine(transport::Transport& transport, const CommunicatorOptions& options)
+Engine::Engine(transport::Transport& transport, const CommunicatorOptions& options,
+               std::unique_ptr<HostCodecThreads> cpu_codec_threads)
     : transport_(transport),
       options_(options),
       rank_(transport.rank()),
       next_send_sequence_(transport.size()),
       next_recv_sequence_(transport.size()),
       recv_out_of_step_(transport.size()),
+      cpu_codec_threads_(std::move(cpu_codec_threads)),
       policy_(options.min_compress_bytes),
       send_window_(transport.size(),
                    uint64_t(std::max(options.device_slots, 1)) * std::max<uint64_t>(options.pipeline_block_bytes, 1)) {
@@ -248,6 +250,7 @@ void Engine::Loop() {
   context.policy = &policy_;
   context.send_window = &send_window_;
   context.stats = &stats_;
+  context.cpu_codec_threads = cpu_codec_threads_.get();
   context.wake = [this](const absl::Status&) { Wake(); };
   bool stopping = false;
   int device = -1;

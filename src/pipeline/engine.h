@@ -40,7 +40,9 @@ struct Call {
 
 class Engine {
  public:
-  Engine(transport::Transport& transport, const CommunicatorOptions& options);
+  // `cpu_codec_threads` code host buffers' blocks (the engine thread takes part).
+  Engine(transport::Transport& transport, const CommunicatorOptions& options,
+         std::unique_ptr<HostCodecThreads> cpu_codec_threads);
   // Fails what is still pending and stops the thread; call after the transport has shut down,
   // so that every transport request has completed.
   ~Engine();
@@ -83,6 +85,7 @@ class Engine {
   cudaStream_t copy_stream_ = nullptr;
 
   // Pipeline thread only.
+  std::unique_ptr<HostCodecThreads> cpu_codec_threads_;
   CompressionPolicy policy_;
   SendWindow send_window_;
   CommunicatorStats stats_;

@@ -29,6 +29,7 @@
 #include "pipeline/send_window.h"
 #include "pipeline/stream_flags.h"
 #include "transport/transport.h"
+#include "ucclzip/codec.h"
 #include "ucclzip/communicator.h"
 
 namespace ucclzip::pipeline {
@@ -72,6 +73,7 @@ struct TaskContext {
   SendWindow* send_window = nullptr;
   transport::CompletionCallback wake;  // given to every transport request
   CommunicatorStats* stats = nullptr;
+  HostCodecThreads* cpu_codec_threads = nullptr;  // the CPU codec's threads, for host buffers
 };
 
 class OperationTask {

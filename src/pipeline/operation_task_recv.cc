@@ -233,7 +233,10 @@ bool OperationTask::Process(TaskContext& context, RecvBlock& block) {
   block.codec_start = absl::Now();
   if (block.slot == nullptr) {
     absl::Status status;
-    if (frame) status = DecompressHost(block.host_frame.get(), block.frame_bytes, spec_.dtype, decoded, elements);
+    if (frame) {
+      status = DecompressHost(block.host_frame.get(), block.frame_bytes, spec_.dtype, decoded, elements,
+                              context.cpu_codec_threads);
+    }
     if (status.ok() && local != nullptr) ReduceHost(combiner, decoded, local, result, elements);
     context.stats->codec_seconds += absl::ToDoubleSeconds(absl::Now() - block.codec_start);
     FailBlock("recv", block.step, block.index, status);

@@ -177,7 +177,8 @@ void OperationTask::StartHostFrame(TaskContext& context, SendBlock& block, const
   context.policy->CompressedSendStarted(step.peer, MemoryType::kHost, payload, start);
   block.meter = SendBlock::Meter::kCompressed;
   absl::StatusOr<uint64_t> frame_bytes =
-      CompressHost(source, elements, spec_.dtype, block.host_frame.get(), block.plan.max_frame_bytes);
+      CompressHost(source, elements, spec_.dtype, block.host_frame.get(), block.plan.max_frame_bytes, {},
+                   context.cpu_codec_threads);
   context.stats->codec_seconds += absl::ToDoubleSeconds(absl::Now() - start);
   if (!frame_bytes.ok()) {
     FailBlock("send", block.step, block.index, frame_bytes.status());

@@ -107,6 +107,8 @@ absl::StatusOr<CommunicatorOptions> WithEnvironmentDefaults(const CommunicatorOp
             [](absl::string_view v) { return ParseBytes(v, 1); }, options),
       Apply(rank, "UCCLZIP_DEVICE_SLOTS", &O::device_slots, [](absl::string_view v) { return ParseCount(v, 1); },
             options),
+      Apply(rank, "UCCLZIP_CPU_CODEC_THREADS", &O::cpu_codec_threads, [](absl::string_view v) { return ParseCount(v, 0); },
+            options),
       Apply(rank, "UCCLZIP_WAIT_SPIN", &O::wait_spin,
             [](absl::string_view v) -> absl::StatusOr<std::optional<absl::Duration>> { return ParseTime(v, true); },
             options),

@@ -90,5 +90,14 @@ TEST(PipelineErrors, BadArgumentsFailAtOnceAndATimeoutFires) {
   }));
 }
 
+TEST(PipelineErrors, BadCpuCodecThreadsFailCreation) {
+  ExpectRanksSucceeded(RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
+    transport::TransportOptions options = ShortTimeoutOptions();
+    options.cpu_codec_threads = -2;
+    return ExpectError(CreateCommunicator(context, options).status(), absl::StatusCode::kInvalidArgument,
+                       {absl::StrCat("rank ", context.rank), "CPU codec threads", "-2"}, "negative threads");
+  }));
+}
+
 }  // namespace
 }  // namespace ucclzip::testing

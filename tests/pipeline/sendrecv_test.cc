@@ -164,5 +164,24 @@ TEST(PipelineSendRecv, AutoBypassesIncompressibleTensors) {
   }));
 }
 
+// Host buffers' blocks coded on several CPU codec threads, a different number on each side:
+// frames do not depend on the thread count, so every byte arrives as with one thread.
+TEST(PipelineSendRecv, CpuCodecThreadsOnBothSides) {
+  const std::vector<Message> messages = {
+      {DataType::kBFloat16, 1'000'003, {DistKind::kGaussian, 0.02}},
+      {DataType::kFloat32, 300'001, {DistKind::kLaplace, 0.01}},
+      {DataType::kFloat8E4M3, 700'000, {DistKind::kGaussian, 1.0}},
+  };
+  ExpectRanksSucceeded(RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
+    transport::TransportOptions options = PipelineOptions();
+    options.cpu_codec_threads = context.rank == 0 ? 3 : 2;
+    auto comm = CreateCommunicator(context, options);
+    if (!comm.ok()) return comm.status();
+    if (absl::Status s = Exchange(**comm, messages, 0, 1, false); !s.ok()) return s;
+    if (context.rank == 0 && (*comm)->stats().blocks_compressed == 0) return absl::InternalError("nothing compressed");
+    return absl::OkStatus();
+  }));
+}
+
 }  // namespace
 }  // namespace ucclzip::testing
