@@ -46,9 +46,9 @@ struct HostCodecThreads::State {
   uint64_t batch ABSL_GUARDED_BY(mutex) = 0;  // bumped to start a batch
   bool stopping ABSL_GUARDED_BY(mutex) = false;
   int running ABSL_GUARDED_BY(mutex) = 0;  // workers not yet done with the current batch
-  const Task* task = nullptr;              // the current batch; written before `batch` is bumped
-  uint32_t tasks = 0;
-  std::atomic<uint32_t> next_task{0};
+  const Task* task ABSL_GUARDED_BY(mutex) = nullptr;  // the current batch and its size
+  uint32_t tasks ABSL_GUARDED_BY(mutex) = 0;
+  std::atomic<uint32_t> next_task{0};  // the batch's next task to take
   std::vector<std::thread> workers;
 
   void TakeTasks(const Task& fn, uint32_t count) {
