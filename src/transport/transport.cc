@@ -32,18 +32,25 @@ absl::Status CheckOptions(const TransportOptions& options, int rank, int size) {
   return absl::OkStatus();
 }
 
-// UCX (1.13 to 1.22) cannot handle peer failures on its shared-memory transports: asking for
-// it drops them (intra-node traffic then goes over TCP) or, with shared memory alone, makes
-// every endpoint unreachable. So UCX peer error handling is used only when the transports are
-// named and none is shared memory; otherwise dead peers are found by the bootstrap connections
-// hanging up, and stalled ones by the deadlines.
+// UCX peer error handling is used only where it costs nothing, which leaves out the transports
+// of a single node:
+// - Shared memory (UCX 1.13 to 1.22): UCX cannot handle peer failures there, so asking for it
+//   drops those transports (intra-node traffic then goes over TCP) or, with shared memory
+//   alone, makes every endpoint unreachable.
+// - TCP: UCX then wants rendezvous lanes that can invalidate remote access, which its TCP
+//   cannot (openucx/ucx#11929), so rendezvous data goes as active messages instead of TCP's
+//   zero-copy put: 16 MB one-way lost 28 % of its bandwidth with UCX 1.13 and 77 % with UCX
+//   1.22, whose protocols copy it through 8 KB bounce buffers (docs/TRANSPORT.md).
+// So it is on only when the transports are named and none is one of these (e.g. rc, ud);
+// otherwise dead peers are found by the bootstrap connections hanging up, and stalled ones by
+// the deadlines.
 bool WantsPeerErrorHandling(const std::string& configured) {
   const char* env = std::getenv("UCX_TLS");
   std::string tls = !configured.empty() ? configured : env != nullptr ? env : "";
-  if (tls.empty() || tls[0] == '^') return false;  // UCX's choice, or "all but": shared memory may be in
+  if (tls.empty() || tls[0] == '^') return false;  // UCX's choice, or "all but": shared memory or TCP may be in
   for (absl::string_view name : absl::StrSplit(tls, ',')) {
-    for (absl::string_view shared : {"sm", "shm", "posix", "sysv", "cma", "knem", "xpmem", "all"}) {
-      if (name == shared) return false;
+    for (absl::string_view costly : {"sm", "shm", "posix", "sysv", "cma", "knem", "xpmem", "all", "tcp"}) {
+      if (name == costly) return false;
     }
   }
   return true;

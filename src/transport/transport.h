@@ -11,9 +11,10 @@
 // it takes CUDA memory (ucp_context_query); otherwise they are staged block by block through
 // pooled pinned host memory, with the copies and the network overlapped.
 //
-// Faults: endpoints use UCX peer error handling, and every operation has a deadline that moves
-// with its progress. A dead or stalled peer fails every pending operation with it, with a
-// status that names the operation and the peer; later operations with it fail at once.
+// Faults: a peer's process exiting hangs up its bootstrap connection, endpoints use UCX peer
+// error handling where that costs nothing (transport.cc), and every operation has a deadline
+// that moves with its progress. A dead or stalled peer fails every pending operation with it,
+// with a status that names the operation and the peer; later operations with it fail at once.
 #pragma once
 
 #include <atomic>
@@ -94,6 +95,9 @@ class Transport {
     int bootstrap_fd = -1;     // hangs up when the peer's process exits
     void* endpoint = nullptr;  // ucp_ep_h
     absl::Status failure;      // set once the peer is considered dead
+    // Its process exited or UCX reported the connection broken: it can no longer write into
+    // our receive buffers (a peer that failed by a deadline or an abort may still).
+    bool gone = false;
     ucs_status_t endpoint_error = UCS_OK;  // recorded by UCX's error callback
   };
 
@@ -161,7 +165,7 @@ class Transport {
 
   // Progress thread only.
   std::list<std::unique_ptr<Op>> active_;
-  // Failed ops whose sends UCX never completed (a force-closed endpoint without peer error
+  // Failed ops whose blocks UCX never gave back (a force-closed endpoint without peer error
   // handling keeps them): their requests are completed, their blocks kept for UCX until the
   // worker is destroyed.
   std::vector<std::unique_ptr<Op>> abandoned_;

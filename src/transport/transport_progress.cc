@@ -19,7 +19,8 @@ namespace {
 constexpr absl::Duration kSpinBeforeSleep = absl::Microseconds(200);
 // How often the bootstrap connections are checked for hang-ups while operations are pending.
 constexpr absl::Duration kWatchInterval = absl::Milliseconds(10);
-// How long a failed op may wait for UCX to give its blocks back before it is abandoned.
+// How long a failed op may wait for UCX to give its blocks back before it is abandoned (where
+// that is safe: RetireFinished).
 constexpr absl::Duration kAbandonAfter = absl::Seconds(1);
 
 void OnSendDone(void* request, ucs_status_t status, void* user_data) {
@@ -332,6 +333,7 @@ void Transport::HandleEndpointErrors() {
     if (peer.endpoint_error == UCS_OK) continue;
     ucs_status_t status = peer.endpoint_error;
     peer.endpoint_error = UCS_OK;
+    peer.gone = true;
     FailPeer(peer.rank, UcxStatus(status, absl::StrCat("peer ", peer.rank, " failed: UCX reports its connection broken")));
   }
 }
@@ -342,13 +344,14 @@ void Transport::WatchBootstrapConnections() {
   last_watch_ = now;
   std::vector<pollfd> fds;
   for (const Peer& peer : peers_) {
-    if (peer.bootstrap_fd >= 0 && peer.failure.ok()) fds.push_back({peer.bootstrap_fd, POLLRDHUP, 0});
+    if (peer.bootstrap_fd >= 0 && !peer.gone) fds.push_back({peer.bootstrap_fd, POLLRDHUP, 0});
   }
   if (poll(fds.data(), fds.size(), 0) <= 0) return;
   for (const pollfd& entry : fds) {
     if (!(entry.revents & (POLLRDHUP | POLLHUP | POLLERR))) continue;
-    for (const Peer& peer : peers_) {
+    for (Peer& peer : peers_) {
       if (peer.bootstrap_fd != entry.fd) continue;
+      peer.gone = true;
       FailPeer(peer.rank, absl::UnavailableError(absl::StrCat(
                               "peer ", peer.rank, " failed: its bootstrap connection hung up (the process exited)")));
     }
@@ -407,8 +410,16 @@ void Transport::PollClosingEndpoints() {
 bool Transport::RetireFinished() {
   bool retired = false;
   const absl::Time abandon_failed_before = absl::Now() - kAbandonAfter;
+  // A failed op whose blocks UCX keeps is given up on after a while: a send (UCX transmits
+  // nothing more on a force-closed endpoint, but may never give the blocks back), or a receive
+  // from a peer that is gone. A receive from a live peer is not: UCX's TCP writes rendezvous
+  // data that arrives after a cancel or a forced close (openucx/ucx#11929), so its buffer stays
+  // UCX's until the data has landed, the peer is gone, or the worker is destroyed.
+  auto may_abandon = [&](const Op& op) {
+    return op.failed_at < abandon_failed_before && (op.kind == OpKind::kSend || peers_[op.peer].gone);
+  };
   for (auto it = active_.begin(); it != active_.end();) {
-    bool abandon = !(*it)->finished() && (*it)->failed_at < abandon_failed_before;
+    bool abandon = !(*it)->finished() && may_abandon(**it);
     if (!(*it)->finished() && !abandon) {
       ++it;
       continue;

@@ -7,6 +7,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -162,6 +163,58 @@ TEST(TransportFaultsTcp, AbortFailsPendingOperationsOnBothSides) {
       return s;
     }
     return WithinLimit(absl::Now() - start, options.op_timeout + absl::Seconds(2), "noticing the abort");
+  });
+  ExpectRanksSucceeded(outcomes);
+}
+
+// Rank 0 aborts while rank 1, stopped by a signal, is in the middle of writing a large message
+// into rank 0's receive buffer; then rank 1 resumes. Whenever the failed receive completes, its
+// buffer is the caller's again: nothing may land in it afterwards (UCX's TCP still writes the
+// rendezvous data of a cancelled receive, openucx/ucx#11929).
+TEST(TransportFaultsTcp, NothingLandsInAFailedReceiveAfterItCompletes) {
+  auto outcomes = RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
+    TransportOptions options = ShortTimeouts("tcp");
+    options.block_bytes = size_t{4} << 20;
+    auto communicator = CreateCommunicator(context, options);
+    if (!communicator.ok()) return communicator.status();
+    transport::Transport& transport = TransportOf(**communicator);
+    transport::Bootstrap& bootstrap = internal::CommunicatorAccess::BootstrapOf(**communicator);
+    const absl::Time deadline = absl::Now() + absl::Seconds(60);
+    const size_t bytes = size_t{256} << 20;
+    std::vector<uint8_t> buffer(bytes, 0);
+    if (context.rank == 1) {
+      FillPattern(buffer.data(), bytes, 11);
+      if (absl::Status s = bootstrap.Send(0, 1, absl::StrCat(getpid()), deadline); !s.ok()) return s;
+      // Whether the send succeeds depends on when rank 0 aborted; only rank 0's buffer matters.
+      auto send = transport.Send(0, buffer.data(), bytes, MemoryType::kHost, OpTag{1, 0});
+      absl::StatusOr<std::string> done = bootstrap.Recv(0, 2, deadline);
+      return done.status();
+    }
+    absl::StatusOr<std::string> sender = bootstrap.Recv(1, 1, deadline);
+    if (!sender.ok()) return sender.status();
+    const pid_t sender_pid = std::stoi(*sender);
+    auto recv = transport.Recv(1, buffer.data(), bytes, MemoryType::kHost, OpTag{1, 0});
+    // Stop the sender once its data flows (the pattern has no zero byte), with most still to come.
+    const volatile uint8_t* arrived = buffer.data() + (size_t{8} << 20);
+    while (*arrived == 0 && !recv->Test()) std::this_thread::yield();
+    kill(sender_pid, SIGSTOP);
+    transport.Abort(absl::AbortedError("rank 0 gave up"));
+    // Longer than a failed op waits before it may be abandoned.
+    recv->Wait(absl::Now() + absl::Seconds(2)).IgnoreError();
+    kill(sender_pid, SIGCONT);
+    absl::Status status = recv->Wait(absl::Now() + absl::Seconds(30));
+    if (status.code() == absl::StatusCode::kDeadlineExceeded && !recv->Test()) {
+      return absl::InternalError("the aborted receive never completed after the sender resumed");
+    }
+    std::memset(buffer.data(), 0xEE, bytes);
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    size_t landed = 0;
+    for (uint8_t byte : buffer) landed += byte != 0xEE;
+    if (landed > 0) {
+      return absl::DataLossError(absl::StrCat(landed, " bytes landed in the receive buffer after its request completed (",
+                                              status.ToString(), ")"));
+    }
+    return bootstrap.Send(1, 2, "done", deadline);
   });
   ExpectRanksSucceeded(outcomes);
 }
@@ -343,3 +396,4 @@ TEST(CommunicatorCreation, PortAlreadyTakenIsAnError) {
 
 }  // namespace
 }  // namespace ucclzip::testing
+

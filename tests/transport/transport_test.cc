@@ -159,6 +159,26 @@ TEST_P(DirectPaths, EightRanksShiftAroundTheRing) {
 
 INSTANTIATE_TEST_SUITE_P(, DirectPaths, ::testing::Values(kTcp, kShm), PathName);
 
+// A staging pool smaller than one block per direction (4 MB blocks, a 1 MB pool) is sized up to
+// that where staging happens, and does not matter where it does not: messages of several blocks
+// arrive on both paths instead of a refusal.
+class SmallStagingPool : public ::testing::TestWithParam<Path> {};
+
+TEST_P(SmallStagingPool, IsSizedToFitTheBlocks) {
+  const Path path = GetParam();
+  auto outcomes = RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
+    TransportOptions options = OptionsFor(path);
+    options.block_bytes = size_t{4} << 20;
+    options.staging_pool_bytes = size_t{1} << 20;
+    auto communicator = CreateCommunicator(context, options);
+    if (!communicator.ok()) return communicator.status();
+    return ExchangeAll(TransportOf(**communicator), {(size_t{9} << 20) + 3, 100'000}, 0);
+  });
+  ExpectRanksSucceeded(outcomes);
+}
+
+INSTANTIATE_TEST_SUITE_P(, SmallStagingPool, ::testing::Values(kTcp, kTcpStaged), PathName);
+
 // Two communicators over the same ranks, with identical op tags in flight on both at once:
 // neither may see the other's messages. The second one is formed from a unique id that rank 0
 // hands out over the first one's bootstrap.
