@@ -82,6 +82,10 @@ struct ModeResult {
   double time_us = 0;  // median of the slowest rank's times
   double ratio = 1;
   uint64_t wrong = 0;
+  // The codec's time (CommunicatorStats::codec_seconds: encode, decode and the reductions on the
+  // codec's stream, launch to done) per call averaged over the ranks, and all ranks' over the
+  // frames they sent: with 2 ranks one block's encode plus its decode (and reduction).
+  double codec_us = 0, codec_block_us = 0;
 };
 
 absl::StatusOr<std::vector<ModeResult>> MeasureSize(Communicator& comm, const CollectiveShape& shape, bool device,
@@ -97,7 +101,7 @@ absl::StatusOr<std::vector<ModeResult>> MeasureSize(Communicator& comm, const Co
   if (!recv.ok()) return recv.status();
   const int warmup = WarmupIterations(), iterations = Iterations();
   std::vector<std::vector<double>> times(modes.size());
-  std::vector<double> payload(modes.size(), 0), wire(modes.size(), 0);
+  std::vector<double> payload(modes.size(), 0), wire(modes.size(), 0), codec(modes.size(), 0), frames(modes.size(), 0);
   for (int i = 0; i < warmup + iterations; ++i) {
     for (size_t turn = 0; turn < modes.size(); ++turn) {
       const size_t m = (turn + i) % modes.size();
@@ -110,6 +114,8 @@ absl::StatusOr<std::vector<ModeResult>> MeasureSize(Communicator& comm, const Co
       const CommunicatorStats after = comm.stats();
       payload[m] += after.payload_bytes_sent - before.payload_bytes_sent;
       wire[m] += after.wire_bytes_sent - before.wire_bytes_sent;
+      codec[m] += after.codec_seconds - before.codec_seconds;
+      frames[m] += after.blocks_compressed - before.blocks_compressed;
     }
   }
   std::vector<double> wrong(modes.size(), 0);
@@ -123,24 +129,29 @@ absl::StatusOr<std::vector<ModeResult>> MeasureSize(Communicator& comm, const Co
       wrong[m] = static_cast<double>((*recv)->CountWrong(want));  // `want` is empty where nothing is received
     }
   }
-  // Per rank and mode: its median time, wrong bytes, payload and wire bytes.
+  // Per rank and mode: its median time, wrong bytes, payload and wire bytes, codec seconds and frames sent.
+  constexpr size_t kFields = 6;
   std::vector<double> mine;
   for (size_t m = 0; m < modes.size(); ++m) {
-    mine.insert(mine.end(), {Median(times[m]), wrong[m], payload[m], wire[m]});
+    mine.insert(mine.end(), {Median(times[m]), wrong[m], payload[m], wire[m], codec[m], frames[m]});
   }
   absl::StatusOr<std::vector<double>> all = GatherDoubles(comm, mine);
   if (!all.ok()) return all.status();
   std::vector<ModeResult> results(modes.size());
   for (size_t m = 0; m < modes.size(); ++m) {
-    double total_payload = 0, total_wire = 0;
+    double total_payload = 0, total_wire = 0, total_codec = 0, total_frames = 0;
     for (int r = 0; r < world; ++r) {
-      const double* row = all->data() + r * mine.size() + m * 4;
+      const double* row = all->data() + r * mine.size() + m * kFields;
       results[m].time_us = std::max(results[m].time_us, row[0]);
       results[m].wrong += static_cast<uint64_t>(row[1]);
       total_payload += row[2];
       total_wire += row[3];
+      total_codec += row[4];
+      total_frames += row[5];
     }
     results[m].ratio = total_wire > 0 ? total_payload / total_wire : 1;
+    results[m].codec_us = iterations > 0 ? total_codec * 1e6 / iterations / world : 0;
+    results[m].codec_block_us = total_frames > 0 ? total_codec * 1e6 / total_frames : 0;
   }
   return results;
 }
@@ -201,11 +212,12 @@ absl::Status RunRank() {
         std::printf("{\"bench\":\"%s\",\"size\":%llu,\"count\":%llu,\"type\":\"%s\",\"redop\":\"%s\",\"root\":%d,"
                     "\"compress\":\"%s\",\"time_us\":%.2f,\"algbw_GBps\":%.4f,\"busbw_GBps\":%.4f,\"wrong\":%llu,"
                     "\"ratio\":%.4f,\"vs_first\":%.4f,\"first\":\"%s\",\"ranks\":%d,\"memory\":\"%s\",\"tls\":\"%s\","
-                    "\"dist\":\"%s\",\"pipeline_block\":%zu}\n",
+                    "\"dist\":\"%s\",\"pipeline_block\":%zu,\"path\":\"%s\",\"codec_us\":%.1f,\"codec_block_us\":%.1f}\n",
                     name, static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(shape.count),
                     DataTypeName(*dtype), redop, shown_root, CompressionName((*modes)[m]), r.time_us, algbw, busbw,
                     static_cast<unsigned long long>(r.wrong), r.ratio, vs_first, CompressionName((*modes)[0]), world,
-                    memory.c_str(), tls.c_str(), dist->Name().c_str(), comm.options().pipeline_block_bytes);
+                    memory.c_str(), tls.c_str(), dist->Name().c_str(), comm.options().pipeline_block_bytes,
+                    PathName(comm, device), r.codec_us, r.codec_block_us);
       } else {
         std::printf("%12llu %12llu %8s %6s %5d %8s %11.1f %11.3f %11.3f %7llu %7.3f %7.3fx\n",
                     static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(shape.count),

@@ -49,6 +49,11 @@ absl::Status SelectDevice(int local_rank) {
   return absl::OkStatus();
 }
 
+const char* PathName(const Communicator& comm, bool device) {
+  if (!device) return "host";
+  return comm.device_memory_direct() ? "direct" : "staged";
+}
+
 absl::StatusOr<std::vector<double>> GatherDoubles(Communicator& comm, const std::vector<double>& mine) {
   constexpr absl::Duration kWait = absl::Minutes(5);
   std::vector<double> all(mine.size() * comm.size());

@@ -27,6 +27,10 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateCommunicator(const Bootstrap
 // For --memory device: makes the rank's device (local_rank modulo the devices) current.
 absl::Status SelectDevice(int local_rank);
 
+// Where a benchmark's buffers travel, for its output: "host" (host buffers), "direct" (device
+// buffers taken by UCX) or "staged" (device buffers copied through pinned host memory).
+const char* PathName(const Communicator& comm, bool device);
+
 // Every rank's values (the same number from each), in rank order, through an uncompressed
 // allgather; like any operation, it fails when it waits for a peer longer than the operation
 // timeout.

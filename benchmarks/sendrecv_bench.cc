@@ -70,16 +70,17 @@ struct ModeResult {
   double encode_us = 0;  // oneway: the codec time per message on the sender (rank 0) ...
   double decode_us = 0;  // ... and on the receiver (rank 1)
   double codec_us = 0;   // shift: codec time per exchange, encode and decode, averaged over the ranks
+  double codec_block_us = 0;  // every rank's codec time over the frames sent: one block's encode and decode
 };
 
 // What one rank saw of one mode, in the order GatherDoubles carries it.
 struct RankTotals {
-  double median_us = 0, wrong = 0, payload = 0, wire = 0, codec_seconds = 0;
-  static constexpr size_t kFields = 5;
+  double median_us = 0, wrong = 0, payload = 0, wire = 0, codec_seconds = 0, frames = 0;
+  static constexpr size_t kFields = 6;
   void AppendTo(std::vector<double>& out) const {
-    out.insert(out.end(), {median_us, wrong, payload, wire, codec_seconds});
+    out.insert(out.end(), {median_us, wrong, payload, wire, codec_seconds, frames});
   }
-  static RankTotals From(const double* in) { return {in[0], in[1], in[2], in[3], in[4]}; }
+  static RankTotals From(const double* in) { return {in[0], in[1], in[2], in[3], in[4], in[5]}; }
 };
 
 absl::StatusOr<std::vector<ModeResult>> MeasureSize(Communicator& comm, bool oneway, uint64_t bytes, DataType dtype,
@@ -121,6 +122,7 @@ absl::StatusOr<std::vector<ModeResult>> MeasureSize(Communicator& comm, bool one
       if (!sends) continue;  // oneway's acknowledgements are no messages of the measurement
       totals[m].payload += after.payload_bytes_sent - before.payload_bytes_sent;
       totals[m].wire += after.wire_bytes_sent - before.wire_bytes_sent;
+      totals[m].frames += after.blocks_compressed - before.blocks_compressed;
     }
   }
   std::vector<double> mine;
@@ -134,7 +136,7 @@ absl::StatusOr<std::vector<ModeResult>> MeasureSize(Communicator& comm, bool one
   const double messages = static_cast<double>(iterations) * (oneway ? 1 : size);
   for (size_t m = 0; m < modes.size(); ++m) {
     ModeResult& result = results[m];
-    double payload = 0, wire = 0, codec_seconds = 0;
+    double payload = 0, wire = 0, codec_seconds = 0, frames = 0;
     for (int r = 0; r < size; ++r) {
       const RankTotals t = RankTotals::From(all->data() + (r * modes.size() + m) * RankTotals::kFields);
       result.time_us = std::max(result.time_us, t.median_us);
@@ -142,11 +144,13 @@ absl::StatusOr<std::vector<ModeResult>> MeasureSize(Communicator& comm, bool one
       payload += t.payload;
       wire += t.wire;
       codec_seconds += t.codec_seconds;
+      frames += t.frames;
       if (oneway && r < 2) (r == 0 ? result.encode_us : result.decode_us) = t.codec_seconds * 1e6 / iterations;
     }
     if (wire > 0) result.ratio = payload / wire;
     result.saved = payload > wire ? static_cast<uint64_t>((payload - wire) / messages) : 0;
     result.codec_us = codec_seconds * 1e6 / iterations / size;
+    result.codec_block_us = frames > 0 ? codec_seconds * 1e6 / frames : 0;
   }
   return results;
 }
@@ -185,19 +189,21 @@ void PrintRow(bool json, bool oneway, const Communicator& comm, uint64_t bytes, 
   const uint64_t count = bytes / ElementSize(dtype);
   const auto wrong = static_cast<unsigned long long>(r.wrong);
   if (json) {
-    const std::string codec = oneway ? absl::StrFormat("\"encode_us\":%.1f,\"decode_us\":%.1f", r.encode_us, r.decode_us)
-                                     : absl::StrFormat("\"codec_us\":%.1f", r.codec_us);
+    const std::string codec =
+        (oneway ? absl::StrFormat("\"encode_us\":%.1f,\"decode_us\":%.1f", r.encode_us, r.decode_us)
+                : absl::StrFormat("\"codec_us\":%.1f", r.codec_us)) +
+        absl::StrFormat(",\"codec_block_us\":%.1f", r.codec_block_us);
     std::printf("{\"bench\":\"sendrecv\",\"size\":%llu,\"count\":%llu,\"type\":\"%s\",\"compress\":\"%s\","
                 "\"time_us\":%.2f,\"algbw_GBps\":%.4f,\"busbw_GBps\":%.4f,\"ratio\":%.4f,\"wire_saved\":%llu,%s,"
                 "\"vs_first\":%.4f,\"first\":\"%s\",\"wrong\":%llu,\"ranks\":%d,\"memory\":\"%s\",\"tls\":\"%s\","
-                "\"pattern\":\"%s\",\"dist\":\"%s\",\"pipeline_block\":%zu,\"block\":%zu}\n",
+                "\"pattern\":\"%s\",\"dist\":\"%s\",\"pipeline_block\":%zu,\"block\":%zu,\"path\":\"%s\"}\n",
                 static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(count), DataTypeName(dtype),
                 CompressionName(modes[m]), r.time_us, algbw, algbw, r.ratio, static_cast<unsigned long long>(r.saved),
                 codec.c_str(), vs_first, CompressionName(modes[0]), wrong, comm.size(),
                 absl::GetFlag(FLAGS_memory).c_str(),
                 options.ucx_transports.empty() ? "default" : options.ucx_transports.c_str(),
                 oneway ? "oneway" : "shift", absl::GetFlag(FLAGS_dist).c_str(), options.pipeline_block_bytes,
-                options.block_bytes);
+                options.block_bytes, PathName(comm, absl::GetFlag(FLAGS_memory) == "device"));
     return;
   }
   const std::string codec = oneway ? absl::StrFormat("%10.1f %10.1f", r.encode_us, r.decode_us)
