@@ -47,9 +47,17 @@ bool CompressionPolicy::ShouldCompress(CompressionMode mode, DataType dtype, uin
 bool CompressionPolicy::ExpectedToPay(int peer, transport::MemoryType memory) const {
   const std::optional<double> plain = plain_rate(peer, memory);
   if (!plain) return false;  // plain blocks first: they cost no codec time
-  const std::optional<double> compressed = compressed_rate(peer, memory);
+  std::optional<double> compressed = compressed_rate(peer, memory);
   if (!compressed) return true;  // then frames
+  if (memory == transport::MemoryType::kHost && host_codec_rate_) compressed = std::min(*compressed, *host_codec_rate_);
   return *compressed > kMinGain * *plain;
+}
+
+void CompressionPolicy::HostEncoded(uint64_t bytes, absl::Duration took) {
+  const double seconds = absl::ToDoubleSeconds(took);
+  if (bytes < min_compress_bytes_ || seconds <= 0) return;
+  const double rate = static_cast<double>(bytes) / seconds;
+  host_codec_rate_ = host_codec_rate_ ? (1 - RateMeter::kWeight) * *host_codec_rate_ + RateMeter::kWeight * rate : rate;
 }
 
 CompressionPolicy::PathState& CompressionPolicy::Path(int peer, transport::MemoryType memory) {

@@ -63,6 +63,15 @@ class CompressionPolicy {
   void CompressedSendStarted(int peer, transport::MemoryType memory, uint64_t bytes, absl::Time now);
   void CompressedSendDone(int peer, transport::MemoryType memory, uint64_t bytes, bool ok, absl::Time now);
 
+  // A host block's encode: `bytes` of payload in `took` on the pipeline thread. The receiver's
+  // CPU decode is as invisible to the sender as it is real: host frames land in buffers of
+  // their own, so nothing holds the sender back while the receiver decodes, and its sends
+  // complete at the link's pace. Decoding is faster than encoding on the CPU (RESULTS.md), so
+  // the encoder's rate bounds what a compressed host pipeline can deliver. (On the device
+  // path a slow decode keeps the receiver's slots, which holds back the sends' completions, so
+  // the measured delivery already sees it.)
+  void HostEncoded(uint64_t bytes, absl::Duration took);
+
   // Payload bytes per second that each choice delivered to `peer` on `memory`, where known.
   std::optional<double> plain_rate(int peer, transport::MemoryType memory) const;
   std::optional<double> compressed_rate(int peer, transport::MemoryType memory) const;
@@ -90,6 +99,7 @@ class CompressionPolicy {
   std::unordered_map<uint64_t, Bypass> bypass_;
   // Per peer, per memory path (host, device).
   std::vector<std::array<PathState, 2>> paths_;
+  std::optional<double> host_codec_rate_;  // bytes per second, a moving average
 };
 
 }  // namespace ucclzip::pipeline

@@ -179,7 +179,9 @@ void OperationTask::StartHostFrame(TaskContext& context, SendBlock& block, const
   absl::StatusOr<uint64_t> frame_bytes =
       CompressHost(source, elements, spec_.dtype, block.host_frame.get(), block.plan.max_frame_bytes, {},
                    context.cpu_codec_threads);
-  context.stats->codec_seconds += absl::ToDoubleSeconds(absl::Now() - start);
+  const absl::Time encoded = absl::Now();
+  context.stats->codec_seconds += absl::ToDoubleSeconds(encoded - start);
+  if (frame_bytes.ok()) context.policy->HostEncoded(payload, encoded - start);
   if (!frame_bytes.ok()) {
     FailBlock("send", block.step, block.index, frame_bytes.status());
     RetireSend(context, block);

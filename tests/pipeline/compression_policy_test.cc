@@ -75,6 +75,22 @@ TEST(CompressionPolicy, AutoIsOffWhereTheCodecIsTheBottleneckAndOnWhereTheLinkIs
   EXPECT_LE(Compressed(tie, 1, kHost, 1000), 10);
 }
 
+TEST(CompressionPolicy, OnHostMemoryTheEncoderBoundsWhatFramesDeliver) {
+  // The sender's frames complete at the link's pace (2 GB/s of payload over 1.3 GB/s of
+  // link), but the CPU codec encodes only 0.8 GB/s, and the receiver decodes as slowly: plain.
+  CompressionPolicy policy(4096);
+  Observe(policy, 1, kHost, 1.3e9, 2e9);
+  EXPECT_GE(Compressed(policy, 1, kHost, 100), 90);  // before any encode was timed
+  for (int i = 0; i < 8; ++i) policy.HostEncoded(kBig, absl::Seconds(kBig / 0.8e9));
+  EXPECT_LE(Compressed(policy, 1, kHost, 4000), 10);
+  // A 1 Gbit/s link: 0.8 GB/s of encoding is well above it, so frames pay there.
+  Observe(policy, 2, kHost, 0.125e9, 0.1875e9);
+  EXPECT_GE(Compressed(policy, 2, kHost, 4000), 3990);
+  // The device path does not use the host codec's rate.
+  Observe(policy, 3, MemoryType::kDevice, 1.3e9, 2e9);
+  EXPECT_GE(Compressed(policy, 3, MemoryType::kDevice, 4000), 3990);
+}
+
 TEST(CompressionPolicy, ProbesGetRarerAndAChangeOfSpeedIsNoticed) {
   CompressionPolicy policy(4096);
   Observe(policy, 1, kHost, 2.7e9, 0.3e9);
