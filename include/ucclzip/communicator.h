@@ -72,7 +72,7 @@ struct CommunicatorOptions {
   std::optional<absl::Duration> wait_spin;
 
   // Whether an operation on a stream holds that stream (NCCL's semantics): later work queued
-  // on it waits until the operation is done. Unset, the stream is not held: the caller must
+  // on it waits until the operation is done. When false the stream is not held: the caller must
   // Wait() on the returned Operation before the stream touches the outputs or reuses an input.
   // That is for tools that synchronise the whole device after every kernel launch, such as
   // compute-sanitizer's memcheck: a held stream waits for the pipeline, whose next kernel
