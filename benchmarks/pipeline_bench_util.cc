@@ -37,7 +37,10 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateCommunicator(const Bootstrap
   return Communicator::Create(CommunicatorConfig{.bootstrap = bootstrap, .options = options});
 }
 
-absl::Status SelectDevice(int local_rank) {
+absl::StatusOr<bool> UseDeviceMemory(int local_rank) {
+  const std::string memory = absl::GetFlag(FLAGS_memory);
+  if (memory == "host") return false;
+  if (memory != "device") return absl::InvalidArgumentError("--memory must be host or device");
   int devices = 0;
   if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
     cudaGetLastError();
@@ -46,7 +49,7 @@ absl::Status SelectDevice(int local_rank) {
   if (cudaSetDevice(std::max(local_rank, 0) % devices) != cudaSuccess) {
     return absl::InternalError(absl::StrCat("cudaSetDevice(", std::max(local_rank, 0) % devices, ") failed"));
   }
-  return absl::OkStatus();
+  return true;
 }
 
 const char* PathName(const Communicator& comm, bool device) {

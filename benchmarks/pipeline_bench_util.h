@@ -24,8 +24,9 @@ const char* CompressionName(CompressionMode mode);
 absl::StatusOr<std::unique_ptr<Communicator>> CreateCommunicator(const BootstrapConfig& bootstrap,
                                                                  CommunicatorOptions options = {});
 
-// For --memory device: makes the rank's device (local_rank modulo the devices) current.
-absl::Status SelectDevice(int local_rank);
+// --memory: true for device, false for host, an error otherwise. For device it makes the rank's
+// device (local_rank modulo the devices) current.
+absl::StatusOr<bool> UseDeviceMemory(int local_rank);
 
 // Where a benchmark's buffers travel, for its output: "host" (host buffers), "direct" (device
 // buffers taken by UCX) or "staged" (device buffers copied through pinned host memory).

@@ -217,12 +217,10 @@ void PrintRow(bool json, bool oneway, const Communicator& comm, uint64_t bytes, 
 absl::Status RunRank() {
   absl::StatusOr<BootstrapConfig> bootstrap = BootstrapConfigFromEnvironment();
   if (!bootstrap.ok()) return bootstrap.status();
-  const std::string memory = absl::GetFlag(FLAGS_memory);
-  if (memory != "host" && memory != "device") return absl::InvalidArgumentError("--memory must be host or device");
-  const bool device = memory == "device";
-  if (device) {
-    if (absl::Status s = SelectDevice(bootstrap->local_rank); !s.ok()) return s;
-  }
+  absl::StatusOr<bool> use_device = UseDeviceMemory(bootstrap->local_rank);
+  if (!use_device.ok()) return use_device.status();
+  const bool device = *use_device;
+  const std::string memory = device ? "device" : "host";
   const std::string pattern = absl::GetFlag(FLAGS_pattern);
   if (pattern != "shift" && pattern != "oneway") return absl::InvalidArgumentError("--pattern must be shift or oneway");
   const bool oneway = pattern == "oneway";

@@ -110,10 +110,9 @@ absl::StatusOr<double> SyncOnce(Communicator& comm, std::vector<std::unique_ptr<
 absl::Status RunRank() {
   absl::StatusOr<BootstrapConfig> config = BootstrapConfigFromEnvironment();
   if (!config.ok()) return config.status();
-  const bool device = absl::GetFlag(FLAGS_memory) == "device";
-  if (device) {
-    if (absl::Status s = SelectDevice(config->local_rank); !s.ok()) return s;
-  }
+  absl::StatusOr<bool> use_device = UseDeviceMemory(config->local_rank);
+  if (!use_device.ok()) return use_device.status();
+  const bool device = *use_device;
   absl::StatusOr<DataType> dtype = ParseDataType(absl::GetFlag(FLAGS_dtype));
   if (!dtype.ok()) return dtype.status();
   absl::StatusOr<CompressionMode> mode =
