@@ -42,8 +42,20 @@ def main(path, name):
         keys = sorted(start, key=lambda k: start[k])
         if not keys:
             continue
-        span = max(done.values(), default=0) - min(start.values())
-        print(f"link {src}->{dst}: {len(keys)} blocks in {span * 1e3:.1f} ms")
+        first, last_done = min(start.values()), max(done.values(), default=0)
+        span = last_done - first
+        # Sends on their way over time: how much of the span the link had none, and how many it
+        # carried on average (a ring whose forwards wait for the block just sent carries one).
+        changes = sorted([(start[k], 1) for k in keys if k in done] + [(done[k], -1) for k in keys if k in done])
+        idle = weighted = 0.0
+        in_flight, previous = 0, first
+        for when, delta in changes:
+            weighted += in_flight * (when - previous)
+            idle += (when - previous) if in_flight == 0 else 0.0
+            in_flight, previous = in_flight + delta, when
+        mean = weighted / span if span > 0 else 0.0
+        print(f"link {src}->{dst}: {len(keys)} blocks in {span * 1e3:.1f} ms, idle {idle * 1e3:.1f} ms, "
+              f"{mean:.2f} blocks on their way on average")
         for k in keys:
             print(f"  step {k[0]} block {k[1]:3}: start {start[k] * 1e3:9.2f}  landed {landed.get(k, float('nan')) * 1e3:9.2f}"
                   f"  done {done.get(k, float('nan')) * 1e3:9.2f}")

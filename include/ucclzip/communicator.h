@@ -89,8 +89,9 @@ struct CommunicatorOptions {
   size_t pipeline_block_bytes = size_t{16} << 20;
   // kAuto leaves messages smaller than this uncompressed.
   size_t min_compress_bytes = size_t{256} << 10;
-  // Device codec slots (workspace, frame buffer and stream for one block) per direction,
-  // allocated on the first device operation: bounded memory, none allocated after that.
+  // Device codec slots (workspace, frame buffer and stream for one block) per peer for sends,
+  // and two more for receives (what keeps rings moving), allocated on the first device
+  // operation: bounded memory, none allocated after that (docs/PIPELINE.md, "Resources").
   // Also the number of pipeline blocks that may be on their way to one peer at once: more
   // only interleave on the wire and slow each other down.
   int device_slots = 2;

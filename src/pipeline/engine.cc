@@ -106,7 +106,11 @@ absl::Status Engine::EnsureDevice(int device) {
     if (peer == rank_) continue;
     absl::StatusOr<std::unique_ptr<DeviceSlotPool>> s = DeviceSlotPool::Create(options_.device_slots, block_bytes, false);
     if (!s.ok()) return s.status();
-    absl::StatusOr<std::unique_ptr<DeviceSlotPool>> r = DeviceSlotPool::Create(options_.device_slots, block_bytes, true);
+    // A ring forwards a block up to kLinkGroupBlocks places after it arrived and holds its
+    // receive slot until then: more receive slots than that per peer keep every ring moving
+    // (docs/COLLECTIVES.md), device_slots more keep its blocks in flight meanwhile.
+    absl::StatusOr<std::unique_ptr<DeviceSlotPool>> r =
+        DeviceSlotPool::Create(options_.device_slots + static_cast<int>(kLinkGroupBlocks), block_bytes, true);
     if (!r.ok()) return r.status();
     send[peer] = std::move(*s);
     recv[peer] = std::move(*r);

@@ -9,10 +9,6 @@
 
 namespace ucclzip::pipeline {
 
-uint32_t BlockCount(uint64_t count, uint64_t block_elements) {
-  return static_cast<uint32_t>(std::max<uint64_t>((count + block_elements - 1) / block_elements, 1));
-}
-
 OperationTask::OperationTask(OperationSpec spec, int world_size)
     : spec_(std::move(spec)),
       send_order_(world_size),
@@ -54,28 +50,18 @@ OperationTask::~OperationTask() {
 }
 
 void OperationTask::BuildLinkOrder() {
-  // Block-major on every link (schedule.h): block 0 of each step to or from the peer, then 1, ...
-  const Schedule& schedule = spec_.schedule;
-  auto order = [&](auto& blocks, const std::vector<uint32_t>& step_first, size_t steps, auto peer_of, auto& out) {
-    uint32_t max_blocks = 0;
-    for (size_t s = 0; s < steps; ++s) {
-      const uint32_t end = s + 1 < steps ? step_first[s + 1] : static_cast<uint32_t>(blocks.size());
-      max_blocks = std::max(max_blocks, end - step_first[s]);
-    }
-    for (uint32_t b = 0; b < max_blocks; ++b) {
-      for (size_t s = 0; s < steps; ++s) {
-        const uint32_t end = s + 1 < steps ? step_first[s + 1] : static_cast<uint32_t>(blocks.size());
-        if (step_first[s] + b >= end) continue;
-        auto& link = out[peer_of(s)];
-        blocks[step_first[s] + b].link_position = static_cast<uint32_t>(link.size());
-        link.push_back(step_first[s] + b);
+  const LinkOrder order = LinkOrderOf(spec_.schedule, spec_.block_elements, static_cast<int>(send_order_.size()));
+  auto index = [](auto& blocks, const std::vector<uint32_t>& step_first, const auto& links, auto& out) {
+    for (size_t peer = 0; peer < links.size(); ++peer) {
+      for (const StepBlock& at : links[peer]) {
+        const uint32_t i = step_first[at.step] + at.block;
+        blocks[i].link_position = static_cast<uint32_t>(out[peer].size());
+        out[peer].push_back(i);
       }
     }
   };
-  order(send_blocks_, send_step_first_, schedule.sends.size(), [&](size_t s) { return schedule.sends[s].peer; },
-        send_order_);
-  order(recv_blocks_, recv_step_first_, schedule.recvs.size(), [&](size_t s) { return schedule.recvs[s].peer; },
-        recv_order_);
+  index(send_blocks_, send_step_first_, order.sends, send_order_);
+  index(recv_blocks_, recv_step_first_, order.recvs, recv_order_);
 }
 
 void OperationTask::TraceBlock(const char* direction, int step, uint32_t block, const char* event) const {

@@ -58,9 +58,6 @@ struct OperationSpec {
   std::shared_ptr<transport::Request> request;
 };
 
-// The pipeline blocks a chunk of `count` elements is cut into (at least one, for empty chunks).
-uint32_t BlockCount(uint64_t count, uint64_t block_elements);
-
 // What tasks use of the engine; pipeline thread only.
 struct TaskContext {
   transport::Transport* transport = nullptr;
@@ -217,7 +214,7 @@ class OperationTask {
   uint64_t number_ = 0;
   bool input_seen_ready_ = false;
 
-  // Blocks of every step, step-major; the link orders below index them block-major.
+  // Blocks of every step, step-major; the link orders below index them in sequence order.
   std::vector<SendBlock> send_blocks_;
   std::vector<RecvBlock> recv_blocks_;
   std::vector<uint32_t> send_step_first_;  // index of each send step's first block

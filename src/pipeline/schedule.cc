@@ -1,5 +1,7 @@
 #include "pipeline/schedule.h"
 
+#include <algorithm>
+
 namespace ucclzip::pipeline {
 
 const char* OperationKindName(OperationKind kind) {
@@ -12,6 +14,41 @@ const char* OperationKindName(OperationKind kind) {
     case OperationKind::kReduce: return "reduce";
   }
   return "invalid";
+}
+
+uint32_t BlockCount(uint64_t count, uint64_t block_elements) {
+  return static_cast<uint32_t>(std::max<uint64_t>((count + block_elements - 1) / block_elements, 1));
+}
+
+namespace {
+
+// Orders the blocks of `steps` steps (step s: blocks(s) blocks, to or from peer_of(s)) onto
+// their links, a group of kLinkGroupBlocks blocks of each step after the other.
+template <typename Blocks, typename PeerOf>
+std::vector<std::vector<StepBlock>> OrderLinks(size_t steps, Blocks blocks, PeerOf peer_of, int world_size) {
+  std::vector<std::vector<StepBlock>> links(world_size);
+  uint32_t most = 0;
+  for (size_t s = 0; s < steps; ++s) most = std::max(most, blocks(s));
+  for (uint32_t group = 0; group < most; group += kLinkGroupBlocks) {
+    for (size_t s = 0; s < steps; ++s) {
+      for (uint32_t b = group; b < std::min(group + kLinkGroupBlocks, blocks(s)); ++b) {
+        links[peer_of(s)].push_back({static_cast<int>(s), b});
+      }
+    }
+  }
+  return links;
+}
+
+}  // namespace
+
+LinkOrder LinkOrderOf(const Schedule& schedule, uint64_t block_elements, int world_size) {
+  return LinkOrder{
+      .sends = OrderLinks(
+          schedule.sends.size(), [&](size_t s) { return BlockCount(schedule.sends[s].chunk.count, block_elements); },
+          [&](size_t s) { return schedule.sends[s].peer; }, world_size),
+      .recvs = OrderLinks(
+          schedule.recvs.size(), [&](size_t s) { return BlockCount(schedule.recvs[s].count, block_elements); },
+          [&](size_t s) { return schedule.recvs[s].peer; }, world_size)};
 }
 
 }  // namespace ucclzip::pipeline

@@ -5,12 +5,13 @@
 // take its block b from receive step r's block b: as received (forwarded frames, no re-coding)
 // or after it was reduced with local data (re-encoded).
 //
-// Ordering, which both ends of a link derive from their own schedules: the blocks a rank sends
-// to one peer take transport sequences block-major (block 0 of every send step to that peer in
-// step order, then block 1, ...), and the peer numbers its receives from this rank the same way.
-// Block-major order is what keeps a ring from deadlocking: the block a rank forwards is always
-// the next one its neighbour expects, so bounded receive slots can never all be held by blocks
-// that wait for slots further round the ring (docs/PIPELINE.md, "Why rings cannot deadlock").
+// Ordering, which both ends of a link derive from their own schedules (LinkOrderOf below): the
+// blocks a rank sends to one peer take transport sequences in groups of kLinkGroupBlocks blocks,
+// group-major (the group's blocks of every send step to that peer, in step order, then the next
+// group), and the peer numbers its receives from this rank the same way. A ring's block is
+// thereby forwarded kLinkGroupBlocks places after it arrived, so that many blocks are on their
+// way on every link at once, and never further, so that bounded receive slots cannot deadlock
+// a ring (docs/COLLECTIVES.md, "Why rings cannot deadlock").
 #pragma once
 
 #include <cstdint>
@@ -95,5 +96,28 @@ struct Schedule {
   // send reads or a receive writes.
   std::vector<LocalCopy> copies;
 };
+
+// The pipeline blocks a chunk of `count` elements is cut into (at least one, for empty chunks).
+uint32_t BlockCount(uint64_t count, uint64_t block_elements);
+
+// How many consecutive blocks of each step a link carries before the next step's: the most
+// blocks a ring has on its way per link. Receive pools hold more slots than this per peer (the
+// deadlock bound). A protocol constant: both ends of every link must order alike.
+inline constexpr uint32_t kLinkGroupBlocks = 2;
+
+// One block of one step of a schedule.
+struct StepBlock {
+  int step = 0;
+  uint32_t block = 0;
+  bool operator==(const StepBlock&) const = default;
+};
+
+// Per peer, the blocks of the schedule's sends to it and receives from it in transport
+// sequence order (the order above).
+struct LinkOrder {
+  std::vector<std::vector<StepBlock>> sends;
+  std::vector<std::vector<StepBlock>> recvs;
+};
+LinkOrder LinkOrderOf(const Schedule& schedule, uint64_t block_elements, int world_size);
 
 }  // namespace ucclzip::pipeline

@@ -89,6 +89,25 @@ TEST(CollectivesDeviceSmall, ManyBlocksEveryOperation) {
   RunDeviceCases(3, options, cases);
 }
 
+// One device slot per peer and direction, the fewest there can be: receive pools then hold
+// 1 + kLinkGroupBlocks slots per peer, one more than a ring keeps between a block's arrival and
+// its forward, so every ring still moves (docs/COLLECTIVES.md, "Why rings cannot deadlock").
+// 4 ranks, 16 blocks per chunk, every block a frame or a reduced block holding its slot.
+TEST(CollectivesDeviceSmall, OneSlotPerPeerKeepsEveryRingMoving) {
+  UCCLZIP_SKIP_WITHOUT_GPU();
+  std::vector<CollectiveCase> cases;
+  for (Collective kind : kEveryCollective) {
+    for (CompressionMode mode : {CompressionMode::kOn, CompressionMode::kOff}) {
+      cases.push_back({.kind = kind, .dtype = DataType::kBFloat16, .count = 131'101, .root = 3, .mode = mode});
+    }
+  }
+  transport::TransportOptions options = DeviceOptions("tcp");
+  options.pipeline_block_bytes = 16 << 10;
+  options.block_bytes = 16 << 10;
+  options.device_slots = 1;
+  RunDeviceCases(4, options, cases);
+}
+
 // The smallest run that still crosses every path (frames, plain blocks, forwarding, reduction,
 // several blocks a chunk), for compute-sanitizer's memcheck, under which every kernel launch
 // costs a great deal: scripts/gpu-run SANITIZE=CollectivesDeviceSanitized.*.

@@ -1,8 +1,13 @@
 // The schedules of every algorithm, checked without processes: at every world size from 1 to
 // 8 and awkward counts, what each rank sends to a peer matches, step for step and element for
 // element, what that peer expects from it, and forwarded or reduced sends name receives of
-// the same count.
+// the same count. Their link orders agree on both ends of every link, and a block is sent on
+// at most kLinkGroupBlocks places after it arrived (the bound that keeps bounded receive slots
+// from deadlocking, docs/COLLECTIVES.md).
 #include <gtest/gtest.h>
+
+#include <algorithm>
+#include <functional>
 
 #include "absl/strings/str_cat.h"
 #include "collectives/schedules.h"
@@ -55,6 +60,91 @@ TEST(Schedules, EveryLinkMatchesAtEveryWorldSize) {
         ExpectLinksMatch(AllRanks(world, [&](int r) { return ChainReduce(r, world, count, ReduceOp::kSum, root, false); }),
                          absl::StrCat("reduce root ", root, " ", what));
       }
+    }
+  }
+}
+
+// Every algorithm at every world size, for the block sizes below.
+void ForEachAlgorithm(const std::function<void(const std::string&, const std::vector<Schedule>&)>& check) {
+  for (int world = 1; world <= 8; ++world) {
+    for (uint64_t count : {uint64_t{0}, uint64_t{1}, uint64_t{1001}}) {
+      const std::string what = absl::StrCat(world, " ranks, count ", count);
+      check("allgather " + what, AllRanks(world, [&](int r) { return RingAllGather(r, world, count, false); }));
+      check("reducescatter " + what,
+            AllRanks(world, [&](int r) { return RingReduceScatter(r, world, count, ReduceOp::kSum, false); }));
+      check("allreduce " + what, AllRanks(world, [&](int r) { return RingAllReduce(r, world, count, ReduceOp::kAvg, true); }));
+      for (int root = 0; root < world; ++root) {
+        check(absl::StrCat("broadcast root ", root, " ", what),
+              AllRanks(world, [&](int r) { return ChainBroadcast(r, world, count, root, false); }));
+        check(absl::StrCat("reduce root ", root, " ", what),
+              AllRanks(world, [&](int r) { return ChainReduce(r, world, count, ReduceOp::kMax, root, false); }));
+      }
+    }
+  }
+}
+
+size_t PositionOf(const std::vector<pipeline::StepBlock>& link, pipeline::StepBlock block) {
+  return static_cast<size_t>(std::find(link.begin(), link.end(), block) - link.begin());
+}
+
+TEST(LinkOrder, BothEndsOfEveryLinkNumberTheSameBlocks) {
+  for (uint64_t block_elements : {1, 7, 1000}) {
+    ForEachAlgorithm([&](const std::string& what, const std::vector<Schedule>& schedules) {
+      const int world = static_cast<int>(schedules.size());
+      std::vector<pipeline::LinkOrder> orders;
+      for (const Schedule& schedule : schedules) orders.push_back(pipeline::LinkOrderOf(schedule, block_elements, world));
+      for (int a = 0; a < world; ++a) {
+        for (int b = 0; b < world; ++b) {
+          // Block index and step count at each sequence, as the sender's envelope and the
+          // receiver's check see them.
+          std::vector<std::pair<uint32_t, uint64_t>> sent, expected;
+          for (const pipeline::StepBlock& at : orders[a].sends[b]) {
+            sent.emplace_back(at.block, schedules[a].sends[at.step].chunk.count);
+          }
+          for (const pipeline::StepBlock& at : orders[b].recvs[a]) {
+            expected.emplace_back(at.block, schedules[b].recvs[at.step].count);
+          }
+          EXPECT_EQ(sent, expected) << what << ", blocks of " << block_elements << ": link " << a << " -> " << b;
+        }
+      }
+    });
+  }
+}
+
+// A send that reads a receive's block (a forward, a reduced block, or a chunk the receive
+// wrote) takes its place on its link at most kLinkGroupBlocks places after that block's place
+// on the link it arrived by; in rings, exactly that many once the chunks are long enough, so
+// that kLinkGroupBlocks blocks are on every link at once.
+TEST(LinkOrder, BlocksAreSentOnAtMostAGroupAfterTheyArrive) {
+  for (uint64_t block_elements : {1, 7, 1000}) {
+    ForEachAlgorithm([&](const std::string& what, const std::vector<Schedule>& schedules) {
+      const int world = static_cast<int>(schedules.size());
+      for (int r = 0; r < world; ++r) {
+        const Schedule& schedule = schedules[r];
+        const pipeline::LinkOrder order = pipeline::LinkOrderOf(schedule, block_elements, world);
+        for (size_t s = 0; s < schedule.sends.size(); ++s) {
+          const pipeline::SendStep& send = schedule.sends[s];
+          if (send.recv_step < 0) continue;
+          const int from = schedule.recvs[send.recv_step].peer;
+          for (uint32_t b = 0; b < pipeline::BlockCount(send.chunk.count, block_elements); ++b) {
+            const size_t sent = PositionOf(order.sends[send.peer], {static_cast<int>(s), b});
+            const size_t arrived = PositionOf(order.recvs[from], {send.recv_step, b});
+            ASSERT_LT(sent, order.sends[send.peer].size()) << what;
+            ASSERT_LT(arrived, order.recvs[from].size()) << what;
+            EXPECT_LE(sent, arrived + pipeline::kLinkGroupBlocks) << what << " rank " << r << " send step " << s << " block " << b;
+            EXPECT_GE(sent, arrived) << what << " rank " << r << " send step " << s << " block " << b;
+          }
+        }
+      }
+    });
+  }
+  // 4 ranks, 4 blocks per chunk: every forward of the allgather leaves 2 places after its block arrived.
+  const Schedule gather = RingAllGather(1, 4, 4000, false);
+  const pipeline::LinkOrder order = pipeline::LinkOrderOf(gather, 1000, 4);
+  for (int s = 1; s < 3; ++s) {
+    for (uint32_t b = 0; b < 4; ++b) {
+      EXPECT_EQ(PositionOf(order.sends[2], {s, b}), PositionOf(order.recvs[0], {s - 1, b}) + pipeline::kLinkGroupBlocks)
+          << "step " << s << " block " << b;
     }
   }
 }
