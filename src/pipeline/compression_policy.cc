@@ -54,10 +54,23 @@ bool CompressionPolicy::ExpectedToPay(int peer, transport::MemoryType memory) co
 }
 
 void CompressionPolicy::HostEncoded(uint64_t bytes, absl::Duration took) {
-  const double seconds = absl::ToDoubleSeconds(took);
-  if (bytes < min_compress_bytes_ || seconds <= 0) return;
-  const double rate = static_cast<double>(bytes) / seconds;
+  if (bytes < min_compress_bytes_) return;
+  host_codec_time_ += took;
+  SampleHostCodec();
+}
+
+void CompressionPolicy::HostDecoded(absl::Duration took) {
+  host_codec_time_ += took;
+  SampleHostCodec();
+}
+
+void CompressionPolicy::SampleHostCodec() {
+  const double seconds = absl::ToDoubleSeconds(host_codec_time_);
+  if (host_frame_bytes_ < RateMeter::kSampleBytes || seconds <= 0) return;
+  const double rate = static_cast<double>(host_frame_bytes_) / seconds;
   host_codec_rate_ = host_codec_rate_ ? (1 - RateMeter::kWeight) * *host_codec_rate_ + RateMeter::kWeight * rate : rate;
+  host_frame_bytes_ = 0;
+  host_codec_time_ = absl::ZeroDuration();
 }
 
 CompressionPolicy::PathState& CompressionPolicy::Path(int peer, transport::MemoryType memory) {
@@ -76,7 +89,12 @@ std::optional<double> CompressionPolicy::compressed_rate(int peer, transport::Me
 }
 
 void CompressionPolicy::PlainSendStarted(int peer, transport::MemoryType memory, uint64_t bytes, absl::Time now) {
-  if (bytes >= min_compress_bytes_ && bytes > 0) Path(peer, memory).plain.Begin(now);
+  if (bytes < min_compress_bytes_ || bytes == 0) return;
+  Path(peer, memory).plain.Begin(now);
+  if (memory == transport::MemoryType::kHost) {
+    host_frame_bytes_ = 0;
+    host_codec_time_ = absl::ZeroDuration();
+  }
 }
 
 void CompressionPolicy::PlainSendDone(int peer, transport::MemoryType memory, uint64_t bytes, bool ok, absl::Time now) {
@@ -84,7 +102,9 @@ void CompressionPolicy::PlainSendDone(int peer, transport::MemoryType memory, ui
 }
 
 void CompressionPolicy::CompressedSendStarted(int peer, transport::MemoryType memory, uint64_t bytes, absl::Time now) {
-  if (bytes >= min_compress_bytes_ && bytes > 0) Path(peer, memory).compressed.Begin(now);
+  if (bytes < min_compress_bytes_ || bytes == 0) return;
+  Path(peer, memory).compressed.Begin(now);
+  if (memory == transport::MemoryType::kHost) host_frame_bytes_ += bytes;
 }
 
 void CompressionPolicy::CompressedSendDone(int peer, transport::MemoryType memory, uint64_t bytes, bool ok,

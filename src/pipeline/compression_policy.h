@@ -63,14 +63,19 @@ class CompressionPolicy {
   void CompressedSendStarted(int peer, transport::MemoryType memory, uint64_t bytes, absl::Time now);
   void CompressedSendDone(int peer, transport::MemoryType memory, uint64_t bytes, bool ok, absl::Time now);
 
-  // A host block's encode: `bytes` of payload in `took` on the pipeline thread. The receiver's
-  // CPU decode is as invisible to the sender as it is real: host frames land in buffers of
-  // their own, so nothing holds the sender back while the receiver decodes, and its sends
-  // complete at the link's pace. Decoding is faster than encoding on the CPU (RESULTS.md), so
-  // the encoder's rate bounds what a compressed host pipeline can deliver. (On the device
-  // path a slow decode keeps the receiver's slots, which holds back the sends' completions, so
-  // the measured delivery already sees it.)
+  // The CPU codec's work for host buffers, on the pipeline thread (and the codec's threads): a
+  // block's encode (`bytes` of payload in `took`) and a received frame's decode. What bounds a
+  // compressed host pipeline is this rank's CPU, not its sends' completions: host frames land
+  // in buffers of their own, so a sender's frames complete at the link's pace however slowly
+  // its receiver decodes. Decoding is faster than encoding on the CPU (RESULTS.md), so a sender
+  // that only encodes is bounded by its encoder; a rank of a ring or chain also decodes what it
+  // receives on the same thread, and at most as fast as it codes both can it send frames. So
+  // the bound is the compressed bytes this rank sends on host memory (its own frames and the
+  // frames it forwards) per second of its CPU codec work, encodes and decodes together. (On
+  // the device path a slow decode keeps the receiver's slots, which holds back the sends'
+  // completions, so the measured delivery already sees it.)
   void HostEncoded(uint64_t bytes, absl::Duration took);
+  void HostDecoded(absl::Duration took);
 
   // Payload bytes per second that each choice delivered to `peer` on `memory`, where known.
   std::optional<double> plain_rate(int peer, transport::MemoryType memory) const;
@@ -99,7 +104,14 @@ class CompressionPolicy {
   std::unordered_map<uint64_t, Bypass> bypass_;
   // Per peer, per memory path (host, device).
   std::vector<std::array<PathState, 2>> paths_;
-  std::optional<double> host_codec_rate_;  // bytes per second, a moving average
+  // Samples the host codec's rate once enough has been sent since the last sample.
+  void SampleHostCodec();
+  // Compressed bytes sent on host memory per second of CPU codec work, a moving average; and
+  // what the next sample covers. The work done while plain blocks went (decodes of a peer's
+  // frames) is dropped: a rank that sends plainly has nothing to charge it to.
+  std::optional<double> host_codec_rate_;
+  uint64_t host_frame_bytes_ = 0;
+  absl::Duration host_codec_time_ = absl::ZeroDuration();
 };
 
 }  // namespace ucclzip::pipeline

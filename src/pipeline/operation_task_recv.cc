@@ -236,6 +236,7 @@ bool OperationTask::Process(TaskContext& context, RecvBlock& block) {
     if (frame) {
       status = DecompressHost(block.host_frame.get(), block.frame_bytes, spec_.dtype, decoded, elements,
                               context.cpu_codec_threads);
+      context.policy->HostDecoded(absl::Now() - block.codec_start);
     }
     if (status.ok() && local != nullptr) ReduceHost(combiner, decoded, local, result, elements);
     context.stats->codec_seconds += absl::ToDoubleSeconds(absl::Now() - block.codec_start);

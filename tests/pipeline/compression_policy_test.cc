@@ -75,13 +75,25 @@ TEST(CompressionPolicy, AutoIsOffWhereTheCodecIsTheBottleneckAndOnWhereTheLinkIs
   EXPECT_LE(Compressed(tie, 1, kHost, 1000), 10);
 }
 
+// `blocks` compressed host blocks to `peer`, each encoded at `encode` bytes/s and, where
+// `decode` > 0, followed by the decode of a received frame as large at `decode` bytes/s (a rank
+// of a ring); the sends complete at once (the link's pace does not matter here).
+void CodeOnHost(CompressionPolicy& policy, int peer, double encode, double decode, int blocks = 32) {
+  for (int i = 0; i < blocks; ++i) {
+    policy.CompressedSendStarted(peer, kHost, kBig, absl::UnixEpoch());
+    policy.HostEncoded(kBig, absl::Seconds(kBig / encode));
+    policy.CompressedSendDone(peer, kHost, kBig, true, absl::UnixEpoch());
+    if (decode > 0) policy.HostDecoded(absl::Seconds(kBig / decode));
+  }
+}
+
 TEST(CompressionPolicy, OnHostMemoryTheEncoderBoundsWhatFramesDeliver) {
   // The sender's frames complete at the link's pace (2 GB/s of payload over 1.3 GB/s of
   // link), but the CPU codec encodes only 0.8 GB/s, and the receiver decodes as slowly: plain.
   CompressionPolicy policy(4096);
   Observe(policy, 1, kHost, 1.3e9, 2e9);
   EXPECT_GE(Compressed(policy, 1, kHost, 100), 90);  // before any encode was timed
-  for (int i = 0; i < 8; ++i) policy.HostEncoded(kBig, absl::Seconds(kBig / 0.8e9));
+  CodeOnHost(policy, 1, 0.8e9, 0);
   EXPECT_LE(Compressed(policy, 1, kHost, 4000), 10);
   // A 1 Gbit/s link: 0.8 GB/s of encoding is well above it, so frames pay there.
   Observe(policy, 2, kHost, 0.125e9, 0.1875e9);
@@ -89,6 +101,31 @@ TEST(CompressionPolicy, OnHostMemoryTheEncoderBoundsWhatFramesDeliver) {
   // The device path does not use the host codec's rate.
   Observe(policy, 3, MemoryType::kDevice, 1.3e9, 2e9);
   EXPECT_GE(Compressed(policy, 3, MemoryType::kDevice, 4000), 3990);
+}
+
+// A rank of a ring codes on one thread what it receives and what it sends: a 1.6 GB/s encoder
+// alone would beat a 1.2 GB/s link, but with a 2.4 GB/s decode of every block it forwards it
+// sends frames at 0.96 GB/s, which does not. A sender that only encodes still compresses, and
+// decodes done while blocks went plainly are charged to no frame.
+TEST(CompressionPolicy, OnHostMemoryTheDecodesOfARingCountAgainstItsFrames) {
+  CompressionPolicy ring(4096);
+  Observe(ring, 1, kHost, 1.2e9, 1.8e9);
+  CodeOnHost(ring, 1, 1.6e9, 2.4e9);
+  EXPECT_NEAR(*ring.compressed_rate(1, kHost), 1.8e9, 1e7);
+  EXPECT_LE(Compressed(ring, 1, kHost, 4000), 10);
+
+  CompressionPolicy sender(4096);
+  Observe(sender, 1, kHost, 1.2e9, 1.8e9);
+  CodeOnHost(sender, 1, 1.6e9, 0);
+  EXPECT_GE(Compressed(sender, 1, kHost, 4000), 3990);
+  // Decodes of another peer's frames while this rank sends plainly, then frames again.
+  for (int i = 0; i < 64; ++i) {
+    sender.PlainSendStarted(1, kHost, kBig, absl::UnixEpoch());
+    sender.HostDecoded(absl::Seconds(kBig / 2.4e9));
+    sender.PlainSendDone(1, kHost, kBig, true, absl::UnixEpoch() + absl::Seconds(kBig / 1.2e9));
+  }
+  CodeOnHost(sender, 1, 1.6e9, 0);
+  EXPECT_GE(Compressed(sender, 1, kHost, 4000), 3990);
 }
 
 TEST(CompressionPolicy, ProbesGetRarerAndAChangeOfSpeedIsNoticed) {
