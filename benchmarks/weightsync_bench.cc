@@ -1,6 +1,7 @@
 // ucclzip-bench weightsync: an RL-style weight sync. Rank 0 sends every tensor of a model to
-// each of the other ranks, all of them in one group per receiver, uncompressed and then
-// compressed; it reports the total time of each and the speedup.
+// each of the other ranks, all of them in one group per receiver, in every mode of --compress
+// (modes taking turns, sync by sync); it reports each mode's median time, its speed against
+// the first mode and its bytes checked on every receiver.
 //
 // The model is Llama-3-8B-shaped (bf16): embedding 128256x4096; per layer q 4096x4096,
 // k 1024x4096, v 1024x4096, o 4096x4096, gate 14336x4096, up 14336x4096, down 4096x14336,
@@ -115,9 +116,12 @@ absl::Status RunRank() {
   const bool device = *use_device;
   absl::StatusOr<DataType> dtype = ParseDataType(absl::GetFlag(FLAGS_dtype));
   if (!dtype.ok()) return dtype.status();
-  absl::StatusOr<CompressionMode> mode =
-      ParseCompression(absl::GetFlag(FLAGS_compress).empty() ? "on" : absl::GetFlag(FLAGS_compress));
-  if (!mode.ok()) return mode.status();
+  // One mode alone is measured against uncompressed syncs, as it always was.
+  const std::string compress = absl::GetFlag(FLAGS_compress);
+  absl::StatusOr<std::vector<CompressionMode>> listed = ParseCompressionList(compress.empty() ? "on" : compress);
+  if (!listed.ok()) return listed.status();
+  std::vector<CompressionMode> modes = *listed;
+  if (modes.size() == 1 && modes[0] != CompressionMode::kOff) modes.insert(modes.begin(), CompressionMode::kOff);
   absl::StatusOr<std::vector<TensorSpec>> model =
       absl::GetFlag(FLAGS_input).empty()
           ? absl::StatusOr<std::vector<TensorSpec>>(LlamaShapedModel(absl::GetFlag(FLAGS_layers), absl::GetFlag(FLAGS_vocab)))
@@ -149,9 +153,8 @@ absl::Status RunRank() {
     total_bytes += want.size();
   }
   const int iterations = std::max(absl::GetFlag(FLAGS_iters), 1);
-  // Uncompressed and compressed syncs take turns (each round starting with the other one), so
-  // that drift in the machine's speed affects both alike.
-  const std::vector<CompressionMode> modes{CompressionMode::kOff, *mode};
+  // The modes take turns (each round starting with the next one), so that drift in the
+  // machine's speed affects all alike.
   std::map<CompressionMode, std::vector<double>> times;
   std::map<CompressionMode, double> payload, wire;
   for (int i = 0; i < absl::GetFlag(FLAGS_warmup) + iterations; ++i) {
@@ -166,14 +169,8 @@ absl::Status RunRank() {
       if (i >= absl::GetFlag(FLAGS_warmup)) times[m].push_back(*seconds);
     }
   }
-  std::map<CompressionMode, double> median;
-  std::map<CompressionMode, double> ratio;
-  for (CompressionMode m : modes) {
-    median[m] = Median(times[m]);
-    ratio[m] = wire[m] > 0 ? payload[m] / wire[m] : 1;
-  }
   // One more sync per mode into cleared buffers, checked byte by byte on the receivers.
-  uint64_t wrong = 0;
+  std::map<CompressionMode, uint64_t> wrong;
   for (CompressionMode m : modes) {
     if (comm.rank() != 0) {
       for (auto& buffer : buffers) buffer->Clear();
@@ -181,28 +178,36 @@ absl::Status RunRank() {
     if (absl::StatusOr<double> seconds = SyncOnce(comm, buffers, *model, *dtype, m); !seconds.ok()) {
       return seconds.status();
     }
-    if (comm.rank() == 0) continue;
-    for (size_t i = 0; i < model->size(); ++i) {
-      wrong += buffers[i]->CountWrong(contents[{(*model)[i].count, (*model)[i].dist + (*model)[i].file}]);
+    uint64_t mine = 0;
+    for (size_t i = 0; comm.rank() != 0 && i < model->size(); ++i) {
+      mine += buffers[i]->CountWrong(contents[{(*model)[i].count, (*model)[i].dist + (*model)[i].file}]);
     }
+    absl::StatusOr<std::vector<double>> counts = GatherDoubles(comm, {static_cast<double>(mine)});
+    if (!counts.ok()) return counts.status();
+    for (double count : *counts) wrong[m] += static_cast<uint64_t>(count);
   }
-  absl::StatusOr<std::vector<double>> counts = GatherDoubles(comm, {static_cast<double>(wrong)});
-  if (!counts.ok()) return counts.status();
-  wrong = 0;
-  for (double count : *counts) wrong += static_cast<uint64_t>(count);
   if (comm.rank() != 0) return absl::OkStatus();
-  const double off = median[CompressionMode::kOff], on = median[*mode];
   const char* tls = comm.options().ucx_transports.empty() ? "default" : comm.options().ucx_transports.c_str();
-  if (absl::GetFlag(FLAGS_json)) {
-    std::printf("{\"bench\":\"weightsync\",\"tensors\":%zu,\"bytes\":%llu,\"receivers\":%d,\"memory\":\"%s\",\"tls\":\"%s\","
-                "\"compress\":\"%s\",\"off_s\":%.4f,\"on_s\":%.4f,\"speedup\":%.4f,\"ratio\":%.4f,\"wrong\":%llu}\n",
-                model->size(), static_cast<unsigned long long>(total_bytes), comm.size() - 1, device ? "device" : "host",
-                tls, CompressionName(*mode), off, on, off / on, ratio[*mode], static_cast<unsigned long long>(wrong));
-  } else {
+  if (!absl::GetFlag(FLAGS_json)) {
     std::printf("# ucclzip-bench weightsync: %zu tensors, %.3f GB %s, 1 sender -> %d receivers, %s memory, UCX_TLS=%s\n",
                 model->size(), total_bytes / 1e9, DataTypeName(*dtype), comm.size() - 1, device ? "device" : "host", tls);
-    std::printf("uncompressed %.3f s, compressed (%s) %.3f s, speedup %.3fx, ratio %.3f, #wrong %llu\n", off,
-                CompressionName(*mode), on, off / on, ratio[*mode], static_cast<unsigned long long>(wrong));
+    std::printf("# %8s %10s %10s %8s %8s\n", "compress", "time (s)", "vs first", "ratio", "#wrong");
+  }
+  const double first = Median(times[modes[0]]);
+  for (CompressionMode m : modes) {
+    const double median = Median(times[m]);
+    const double ratio = wire[m] > 0 ? payload[m] / wire[m] : 1;
+    if (absl::GetFlag(FLAGS_json)) {
+      std::printf("{\"bench\":\"weightsync\",\"tensors\":%zu,\"bytes\":%llu,\"receivers\":%d,\"memory\":\"%s\","
+                  "\"tls\":\"%s\",\"compress\":\"%s\",\"time_s\":%.4f,\"vs_first\":%.4f,\"first\":\"%s\","
+                  "\"ratio\":%.4f,\"wrong\":%llu}\n",
+                  model->size(), static_cast<unsigned long long>(total_bytes), comm.size() - 1,
+                  device ? "device" : "host", tls, CompressionName(m), median, first / median,
+                  CompressionName(modes[0]), ratio, static_cast<unsigned long long>(wrong[m]));
+    } else {
+      std::printf("  %8s %10.3f %9.3fx %8.3f %8llu\n", CompressionName(m), median, first / median, ratio,
+                  static_cast<unsigned long long>(wrong[m]));
+    }
   }
   return absl::OkStatus();
 }

@@ -1,16 +1,19 @@
 # Sourced by the GPU benchmark scripts (not itself one: gpu-run runs the *.sh files).
 # ucx_perftest: the server (no host argument) waits on a port; the client connects and reports.
 # Prints the client's "Final:" line: iterations, 50%ile/avg/overall latency (us), avg/overall
-# bandwidth (MB/s, MB = 2^20), avg/overall message rate.
+# bandwidth (MB/s, MB = 2^20), avg/overall message rate. PERFTEST_MEMORY (e.g. cuda) sets both
+# sides' buffer memory (ucx_perftest -m).
 perftest() {
   local name=$1 tls=$2 test=$3 size=$4 n=$5
   local port=$((20000 + RANDOM % 20000))
-  UCX_TLS=$tls ucx_perftest -t "$test" -s "$size" -n "$n" -p "$port" >"$OUT/perftest-$name-$test-server.log" 2>&1 &
+  local memory=()
+  [[ -n ${PERFTEST_MEMORY:-} ]] && memory=(-m "$PERFTEST_MEMORY")
+  UCX_TLS=$tls ucx_perftest -t "$test" -s "$size" -n "$n" -p "$port" "${memory[@]}" >"$OUT/perftest-$name-$test-server.log" 2>&1 &
   local server=$!
   local client_rc=1
   for _ in $(seq 50); do  # the server needs a moment to listen
     sleep 0.1
-    if UCX_TLS=$tls ucx_perftest 127.0.0.1 -t "$test" -s "$size" -n "$n" -p "$port" \
+    if UCX_TLS=$tls ucx_perftest 127.0.0.1 -t "$test" -s "$size" -n "$n" -p "$port" "${memory[@]}" \
          >"$OUT/perftest-$name-$test.log" 2>&1; then client_rc=0; break; fi
   done
   wait "$server" || true

@@ -81,8 +81,13 @@ for (case, tls, block), m in pairs.items():
     target = 1.40 if case == "gaussian" else 0.97
     print(f"{case:11} {tls:11} {block:6} {off['algbw_GBps']:11.2f}GB/s {on['algbw_GBps']:11.2f}GB/s {on['ratio']:7.3f} "
           f"{on['vs_first']:7.2f}x {target:6.2f}x {on['encode_us']:8.0f} {on['decode_us']:8.0f} {off['wrong'] + on['wrong']:6}")
+syncs = {}
 for r in rows:
     if r["case"] == "weightsync":
-        print(f"{'weightsync':11} {r['tls']:11} {r['block']:6} {r['off_s']:13.3f}s {r['on_s']:13.3f}s {r['ratio']:7.3f} "
-              f"{r['speedup']:7.2f}x {1.35:6.2f}x {'':8} {'':8} {r['wrong']:6}")
+        syncs.setdefault((r["tls"], r["block"]), {})[r["compress"]] = r
+for (tls, block), m in syncs.items():
+    off, on = m.get("off"), m.get("on")
+    if not off or not on: continue
+    print(f"{'weightsync':11} {tls:11} {block:6} {off['time_s']:13.3f}s {on['time_s']:13.3f}s {on['ratio']:7.3f} "
+          f"{off['time_s'] / on['time_s']:7.2f}x {1.35:6.2f}x {'':8} {'':8} {off['wrong'] + on['wrong']:6}")
 PY
