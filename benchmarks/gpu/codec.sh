@@ -55,7 +55,14 @@ for bytes in 1M 16M 256M; do
       --lane_symbols "$lanes" | sed "s/}$/, \"lane_symbols\": $lanes}/" >>"$OUT/lanes.jsonl"
   done
 done
-python3 - "$jsonl" "$OUT/lanes.jsonl" <<'PY'
+# The CPU codec (host buffers) on this machine's cores: 1 to 8 threads on one 64 MB frame (the
+# frame is the same bytes whatever the count).
+: >"$OUT/cpu-threads.jsonl"
+for threads in 1 2 4 8; do
+  "$bench" codec --device cpu --json --iters 10 --warmup 2 --threads "$threads" --dtype bf16 --dist gaussian:0.02 \
+    --bytes 64M | sed "s/}$/, \"threads\": $threads}/" >>"$OUT/cpu-threads.jsonl"
+done
+python3 - "$jsonl" "$OUT/lanes.jsonl" "$OUT/cpu-threads.jsonl" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 print(f"{'dtype':8} {'dist':14} {'bytes':>10} {'ratio':>7} {'bound':>7} {'of_bnd':>7} {'comp_us':>9} {'dec_us':>9} {'comp_GB/s':>10} {'dec_GB/s':>10} ok")
@@ -67,4 +74,9 @@ for l in open(sys.argv[2]):
     if not l.startswith("{"): continue
     r = json.loads(l)
     print(f"lanes {r.get('lane_symbols', '?'):>5} {r['bytes']:>10} ratio {r['ratio']:.4f} comp {r['compress_us']:8.1f} us dec {r['decompress_us']:8.1f} us")
+print("\nCPU codec threads (bf16 gaussian:0.02, 64 MB)")
+for l in open(sys.argv[3]):
+    if not l.startswith("{"): continue
+    r = json.loads(l)
+    print(f"threads {r['threads']:>2} ratio {r['ratio']:.4f} comp {r['compress_gbps']:6.2f} GB/s dec {r['decompress_gbps']:6.2f} GB/s {r['roundtrip_ok']}")
 PY
