@@ -11,7 +11,7 @@
 // group), and the peer numbers its receives from this rank the same way. A ring's block is
 // thereby forwarded kLinkGroupBlocks places after it arrived, so that many blocks are on their
 // way on every link at once, and never further, so that bounded receive slots cannot deadlock
-// a ring (docs/COLLECTIVES.md, "Why rings cannot deadlock").
+// a ring (docs/COLLECTIVES.md, "Link order").
 #pragma once
 
 #include <cstdint>

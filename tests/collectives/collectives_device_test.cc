@@ -22,6 +22,14 @@ transport::TransportOptions DeviceOptions(const std::string& tls) {
   return options;
 }
 
+// DeviceOptions over tcp with smaller pipeline and transport blocks: many blocks per chunk.
+transport::TransportOptions SmallBlockOptions(size_t pipeline_block_bytes, size_t block_bytes) {
+  transport::TransportOptions options = DeviceOptions("tcp");
+  options.pipeline_block_bytes = pipeline_block_bytes;
+  options.block_bytes = block_bytes;
+  return options;
+}
+
 // Every case in turn on device buffers, one communicator per rank, every rank on device 0
 // (odd cases on a stream of their own, even ones on the default stream).
 void RunDeviceCases(int world, const transport::TransportOptions& options, const std::vector<CollectiveCase>& cases,
@@ -83,15 +91,12 @@ TEST(CollectivesDeviceSmall, ManyBlocksEveryOperation) {
     cases.push_back({.kind = kind, .dtype = DataType::kInt64, .op = ReduceOp::kMax, .count = 3'001, .in_place = true,
                      .dist = {DistKind::kRandomBytes, 1}});
   }
-  transport::TransportOptions options = DeviceOptions("tcp");
-  options.pipeline_block_bytes = 64 << 10;
-  options.block_bytes = 32 << 10;
-  RunDeviceCases(3, options, cases);
+  RunDeviceCases(3, SmallBlockOptions(64 << 10, 32 << 10), cases);
 }
 
 // One device slot per peer and direction, the fewest there can be: receive pools then hold
 // 1 + kLinkGroupBlocks slots per peer, one more than a ring keeps between a block's arrival and
-// its forward, so every ring still moves (docs/COLLECTIVES.md, "Why rings cannot deadlock").
+// its forward, so every ring still moves (docs/COLLECTIVES.md, "Link order").
 // 4 ranks, 16 blocks per chunk, every block a frame or a reduced block holding its slot.
 TEST(CollectivesDeviceSmall, OneSlotPerPeerKeepsEveryRingMoving) {
   UCCLZIP_SKIP_WITHOUT_GPU();
@@ -101,9 +106,7 @@ TEST(CollectivesDeviceSmall, OneSlotPerPeerKeepsEveryRingMoving) {
       cases.push_back({.kind = kind, .dtype = DataType::kBFloat16, .count = 131'101, .root = 3, .mode = mode});
     }
   }
-  transport::TransportOptions options = DeviceOptions("tcp");
-  options.pipeline_block_bytes = 16 << 10;
-  options.block_bytes = 16 << 10;
+  transport::TransportOptions options = SmallBlockOptions(16 << 10, 16 << 10);
   options.device_slots = 1;
   RunDeviceCases(4, options, cases);
 }
@@ -120,9 +123,7 @@ TEST(CollectivesDeviceSanitized, TwoRanksEveryOperation) {
     }
     cases.push_back({.kind = kind, .dtype = DataType::kFloat32, .op = ReduceOp::kAvg, .count = 3'001, .in_place = true});
   }
-  transport::TransportOptions options = DeviceOptions("tcp");
-  options.pipeline_block_bytes = 8 << 10;
-  options.block_bytes = 8 << 10;
+  transport::TransportOptions options = SmallBlockOptions(8 << 10, 8 << 10);
   // memcheck drains the device after every launch, which a held stream would never let
   // finish (CommunicatorOptions::hold_caller_stream); RunAndCheck waits on each operation
   // before it touches the stream, as an unheld stream requires.
