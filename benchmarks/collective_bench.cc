@@ -10,6 +10,10 @@
 //   ratio: user bytes over wire bytes of what every rank sent in that mode.
 //   #wrong: with -c 1, each mode runs once more into a cleared buffer, whose bytes are compared
 //         with the reference computed on the CPU in the documented order (a reduce's root only).
+//   --in_place: nccl-tests' in-place placement, one buffer for input and output (allgather's
+//         input at the rank's chunk of the output, reducescatter's output at the rank's chunk of
+//         the input), the input written back before every call (untimed), since a reduction
+//         overwrites it.
 // Public API only: the ranks exchange their timings through the collectives themselves.
 #include <algorithm>
 #include <cstdio>
@@ -25,6 +29,8 @@
 #include "rank_launcher.h"
 #include "tensor_gen.h"
 #include "ucclzip/communicator.h"
+
+ABSL_FLAG(bool, in_place, false, "nccl-tests' in-place placement: one buffer holds the input and the output");
 
 namespace ucclzip::bench {
 namespace {
@@ -89,25 +95,38 @@ struct ModeResult {
 };
 
 absl::StatusOr<std::vector<ModeResult>> MeasureSize(Communicator& comm, const CollectiveShape& shape, bool device,
-                                                    const std::vector<CompressionMode>& modes,
+                                                    bool in_place, const std::vector<CompressionMode>& modes,
                                                     const testing::Distribution& dist, bool check) {
   const int rank = comm.rank(), world = comm.size();
   auto input_of = [&](int r) { return testing::GenerateTensor(shape.dtype, SendElements(shape), dist, 1000 + r); };
   const std::vector<uint8_t> input = input_of(rank);
-  absl::StatusOr<std::unique_ptr<TensorBuffer>> send = TensorBuffer::Create(input, device);
+  const uint64_t width = ElementSize(shape.dtype);
+  const uint64_t send_bytes = SendElements(shape) * width, recv_bytes = RecvElements(shape) * width;
+  // Out of place: the input in `send`, the output in `recv`. In place: both in `recv`, the
+  // input at `input_offset`, the output at `output_offset`.
+  uint64_t input_offset = 0, output_offset = 0;
+  if (in_place && shape.kind == Collective::kAllGather) input_offset = uint64_t(rank) * send_bytes;
+  if (in_place && shape.kind == Collective::kReduceScatter) output_offset = uint64_t(rank) * recv_bytes;
+  absl::StatusOr<std::unique_ptr<TensorBuffer>> send =
+      TensorBuffer::Create(in_place ? std::vector<uint8_t>() : input, device);
   if (!send.ok()) return send.status();
   absl::StatusOr<std::unique_ptr<TensorBuffer>> recv =
-      TensorBuffer::Create(std::vector<uint8_t>(RecvElements(shape) * ElementSize(shape.dtype)), device);
+      TensorBuffer::Create(std::vector<uint8_t>(in_place ? std::max(send_bytes, recv_bytes) : recv_bytes), device);
   if (!recv.ok()) return recv.status();
+  uint8_t* const base = static_cast<uint8_t*>((*recv)->data());
+  void* const send_at = in_place ? base + input_offset : (*send)->data();
+  void* const recv_at = base + output_offset;
+  auto prepare = [&]() { return in_place ? (*recv)->Write(input, input_offset) : absl::OkStatus(); };
   const int warmup = WarmupIterations(), iterations = Iterations();
   std::vector<std::vector<double>> times(modes.size());
   std::vector<double> payload(modes.size(), 0), wire(modes.size(), 0), codec(modes.size(), 0), frames(modes.size(), 0);
   for (int i = 0; i < warmup + iterations; ++i) {
     for (size_t turn = 0; turn < modes.size(); ++turn) {
       const size_t m = (turn + i) % modes.size();
+      if (absl::Status s = prepare(); !s.ok()) return s;
       const CommunicatorStats before = comm.stats();
       const absl::Time start = absl::Now();
-      if (absl::Status s = Call(comm, shape, (*send)->data(), (*recv)->data(), modes[m]).Wait(kWait); !s.ok()) return s;
+      if (absl::Status s = Call(comm, shape, send_at, recv_at, modes[m]).Wait(kWait); !s.ok()) return s;
       const double elapsed = absl::ToDoubleMicroseconds(absl::Now() - start);
       if (i < warmup) continue;
       times[m].push_back(elapsed);
@@ -125,8 +144,10 @@ absl::StatusOr<std::vector<ModeResult>> MeasureSize(Communicator& comm, const Co
     const std::vector<uint8_t> want = testing::ReferenceOutput(shape, inputs, rank);
     for (size_t m = 0; m < modes.size(); ++m) {
       (*recv)->Clear();
-      if (absl::Status s = Call(comm, shape, (*send)->data(), (*recv)->data(), modes[m]).Wait(kWait); !s.ok()) return s;
-      wrong[m] = static_cast<double>((*recv)->CountWrong(want));  // `want` is empty where nothing is received
+      if (absl::Status s = prepare(); !s.ok()) return s;
+      if (absl::Status s = Call(comm, shape, send_at, recv_at, modes[m]).Wait(kWait); !s.ok()) return s;
+      // `want` is empty where nothing is received.
+      wrong[m] = static_cast<double>((*recv)->CountWrong(want, output_offset));
     }
   }
   // Per rank and mode: its median time, wrong bytes, payload and wire bytes, codec seconds and frames sent.
@@ -178,15 +199,16 @@ absl::Status RunRank() {
   const int world = comm.size(), root = RootFlag();
   if (root < 0 || root >= world) return absl::InvalidArgumentError(absl::StrCat("-r ", root, " is not a rank of ", world));
   const bool json = absl::GetFlag(FLAGS_json), report = comm.rank() == 0, check = CheckFlag();
+  const bool in_place = absl::GetFlag(FLAGS_in_place);
   const std::string tls = comm.options().ucx_transports.empty() ? "default" : comm.options().ucx_transports;
   const Collective kind = g_bench->kind;
   const char* name = testing::CollectiveName(kind);
   if (report && !json) {
     std::printf("# ucclzip-bench %s: %d ranks, %s memory%s, UCX_TLS=%s, %s, %zu-byte pipeline blocks, compress %s "
-                "(taking turns), iters %d, warmup %d, check %d\n",
+                "(taking turns), %s, iters %d, warmup %d, check %d\n",
                 name, world, memory.c_str(), device ? (comm.device_memory_direct() ? " (direct)" : " (staged)") : "",
-                tls.c_str(), dist->Name().c_str(), comm.options().pipeline_block_bytes, compress.c_str(), Iterations(),
-                WarmupIterations(), check ? 1 : 0);
+                tls.c_str(), dist->Name().c_str(), comm.options().pipeline_block_bytes, compress.c_str(),
+                in_place ? "in place" : "out of place", Iterations(), WarmupIterations(), check ? 1 : 0);
     std::printf("#%11s %12s %8s %6s %5s %8s %11s %11s %11s %7s %7s %8s\n", "size", "count", "type", "redop", "root",
                 "compress", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong", "ratio", "vs first");
   }
@@ -195,7 +217,7 @@ absl::Status RunRank() {
   const uint64_t max_bytes = MaxBytes(kDefaultMaxBytes);
   for (uint64_t bytes = MinBytes(kDefaultMinBytes); bytes <= max_bytes; bytes = NextSize(bytes)) {
     const CollectiveShape shape{kind, *dtype, *op, CountOf(*g_bench, bytes, *dtype, world), root, world};
-    absl::StatusOr<std::vector<ModeResult>> results = MeasureSize(comm, shape, device, *modes, *dist, check);
+    absl::StatusOr<std::vector<ModeResult>> results = MeasureSize(comm, shape, device, in_place, *modes, *dist, check);
     if (!results.ok()) return results.status();
     ++sizes;
     for (size_t m = 0; m < modes->size(); ++m) {
@@ -210,12 +232,13 @@ absl::Status RunRank() {
         std::printf("{\"bench\":\"%s\",\"size\":%llu,\"count\":%llu,\"type\":\"%s\",\"redop\":\"%s\",\"root\":%d,"
                     "\"compress\":\"%s\",\"time_us\":%.2f,\"algbw_GBps\":%.4f,\"busbw_GBps\":%.4f,\"wrong\":%llu,"
                     "\"ratio\":%.4f,\"vs_first\":%.4f,\"first\":\"%s\",\"ranks\":%d,\"memory\":\"%s\",\"tls\":\"%s\","
-                    "\"dist\":\"%s\",\"pipeline_block\":%zu,\"path\":\"%s\",\"codec_us\":%.1f,\"codec_block_us\":%.1f}\n",
+                    "\"dist\":\"%s\",\"pipeline_block\":%zu,\"path\":\"%s\",\"codec_us\":%.1f,\"codec_block_us\":%.1f,"
+                    "\"in_place\":%d}\n",
                     name, static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(shape.count),
                     DataTypeName(*dtype), redop, shown_root, CompressionName((*modes)[m]), r.time_us, algbw, busbw,
                     static_cast<unsigned long long>(r.wrong), r.ratio, vs_first, CompressionName((*modes)[0]), world,
                     memory.c_str(), tls.c_str(), dist->Name().c_str(), comm.options().pipeline_block_bytes,
-                    PathName(comm, device), r.codec_us, r.codec_block_us);
+                    PathName(comm, device), r.codec_us, r.codec_block_us, in_place ? 1 : 0);
       } else {
         std::printf("%12llu %12llu %8s %6s %5d %8s %11.1f %11.3f %11.3f %7llu %7.3f %7.3fx\n",
                     static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(shape.count),
@@ -241,7 +264,7 @@ int CollectiveMain(const CollectiveBench& bench) {
 
 const bool kRegistered = [] {
   const std::vector<std::string> flags =
-      SharedFlags({FlagGroup::kMeasure, FlagGroup::kCommunicator, FlagGroup::kSweep, FlagGroup::kReduction}, {});
+      SharedFlags({FlagGroup::kMeasure, FlagGroup::kCommunicator, FlagGroup::kSweep, FlagGroup::kReduction}, {"in_place"});
   for (const CollectiveBench& bench : kBenches) {
     RegisterSubcommand(testing::CollectiveName(bench.kind), bench.summary, flags,
                        [&bench](const std::vector<std::string>&) { return CollectiveMain(bench); });

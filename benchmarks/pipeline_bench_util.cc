@@ -109,10 +109,27 @@ void TensorBuffer::Clear() {
   }
 }
 
-uint64_t TensorBuffer::CountWrong(const std::vector<uint8_t>& want) {
+absl::Status TensorBuffer::Write(const std::vector<uint8_t>& contents, uint64_t offset) {
+  if (offset + contents.size() > host_.size()) {
+    return absl::OutOfRangeError(absl::StrCat("writing ", contents.size(), " bytes at ", offset, " into a buffer of ",
+                                              host_.size()));
+  }
+  if (device_ == nullptr) {
+    std::copy(contents.begin(), contents.end(), host_.begin() + static_cast<ptrdiff_t>(offset));
+    return absl::OkStatus();
+  }
+  if (cudaMemcpy(static_cast<uint8_t*>(device_) + offset, contents.data(), contents.size(), cudaMemcpyHostToDevice) !=
+      cudaSuccess) {
+    cudaGetLastError();
+    return absl::InternalError(absl::StrCat("copying ", contents.size(), " bytes to the device"));
+  }
+  return absl::OkStatus();
+}
+
+uint64_t TensorBuffer::CountWrong(const std::vector<uint8_t>& want, uint64_t offset) {
   if (device_ != nullptr) cudaMemcpy(host_.data(), device_, host_.size(), cudaMemcpyDeviceToHost);
   uint64_t wrong = 0;
-  for (size_t i = 0; i < want.size(); ++i) wrong += host_[i] != want[i];
+  for (size_t i = 0; i < want.size(); ++i) wrong += offset + i >= host_.size() || host_[offset + i] != want[i];
   return wrong;
 }
 
