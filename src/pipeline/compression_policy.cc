@@ -54,21 +54,19 @@ bool CompressionPolicy::ExpectedToPay(int peer, transport::MemoryType memory) co
 }
 
 void CompressionPolicy::HostEncoded(uint64_t bytes, absl::Duration took) {
-  if (bytes < min_compress_bytes_) return;
-  host_codec_time_ += took;
-  SampleHostCodec();
+  if (bytes >= min_compress_bytes_) host_codec_time_ += took;
 }
 
-void CompressionPolicy::HostDecoded(absl::Duration took) {
-  host_codec_time_ += took;
-  SampleHostCodec();
-}
+void CompressionPolicy::HostDecoded(absl::Duration took) { host_decode_pending_ += took; }
 
 void CompressionPolicy::SampleHostCodec() {
-  const double seconds = absl::ToDoubleSeconds(host_codec_time_);
-  if (host_frame_bytes_ < RateMeter::kSampleBytes || seconds <= 0) return;
-  const double rate = static_cast<double>(host_frame_bytes_) / seconds;
-  host_codec_rate_ = host_codec_rate_ ? (1 - RateMeter::kWeight) * *host_codec_rate_ + RateMeter::kWeight * rate : rate;
+  if (host_frame_bytes_ < RateMeter::kSampleBytes) return;
+  // Bytes with no codec time behind them make no sample (every frame the host path sends has
+  // an encode or a decode).
+  if (const double seconds = absl::ToDoubleSeconds(host_codec_time_); seconds > 0) {
+    const double rate = static_cast<double>(host_frame_bytes_) / seconds;
+    host_codec_rate_ = host_codec_rate_ ? (1 - RateMeter::kWeight) * *host_codec_rate_ + RateMeter::kWeight * rate : rate;
+  }
   host_frame_bytes_ = 0;
   host_codec_time_ = absl::ZeroDuration();
 }
@@ -92,8 +90,8 @@ void CompressionPolicy::PlainSendStarted(int peer, transport::MemoryType memory,
   if (bytes < min_compress_bytes_ || bytes == 0) return;
   Path(peer, memory).plain.Begin(now);
   if (memory == transport::MemoryType::kHost) {
-    host_frame_bytes_ = 0;
-    host_codec_time_ = absl::ZeroDuration();
+    SampleHostCodec();
+    host_decode_pending_ = absl::ZeroDuration();  // the decodes so far went with plain blocks
   }
 }
 
@@ -104,7 +102,14 @@ void CompressionPolicy::PlainSendDone(int peer, transport::MemoryType memory, ui
 void CompressionPolicy::CompressedSendStarted(int peer, transport::MemoryType memory, uint64_t bytes, absl::Time now) {
   if (bytes < min_compress_bytes_ || bytes == 0) return;
   Path(peer, memory).compressed.Begin(now);
-  if (memory == transport::MemoryType::kHost) host_frame_bytes_ += bytes;
+  if (memory == transport::MemoryType::kHost) {
+    // What was sent before this block has been coded (host encodes are done before the next
+    // block starts); the decodes since the last send go with this frame.
+    SampleHostCodec();
+    host_codec_time_ += host_decode_pending_;
+    host_decode_pending_ = absl::ZeroDuration();
+    host_frame_bytes_ += bytes;
+  }
 }
 
 void CompressionPolicy::CompressedSendDone(int peer, transport::MemoryType memory, uint64_t bytes, bool ok,

@@ -106,12 +106,14 @@ class CompressionPolicy {
   std::vector<std::array<PathState, 2>> paths_;
   // Samples the host codec's rate once enough has been sent since the last sample.
   void SampleHostCodec();
-  // Compressed bytes sent on host memory per second of CPU codec work, a moving average; and
-  // what the next sample covers. The work done while plain blocks went (decodes of a peer's
-  // frames) is dropped: a rank that sends plainly has nothing to charge it to.
+  // Compressed bytes sent on host memory per second of CPU codec work, a moving average; what
+  // the next sample covers; and the decodes since the last host send, which go with the next
+  // frame, or are dropped if a plain block comes first (a rank that sends plainly has no frame
+  // to charge them to).
   std::optional<double> host_codec_rate_;
   uint64_t host_frame_bytes_ = 0;
   absl::Duration host_codec_time_ = absl::ZeroDuration();
+  absl::Duration host_decode_pending_ = absl::ZeroDuration();
 };
 
 }  // namespace ucclzip::pipeline

@@ -128,6 +128,19 @@ TEST(CompressionPolicy, OnHostMemoryTheDecodesOfARingCountAgainstItsFrames) {
   EXPECT_GE(Compressed(sender, 1, kHost, 4000), 3990);
 }
 
+// Frames between plain blocks (tensors that do not compress, sent plainly) still measure the
+// encoder: a 0.8 GB/s encoder against a 1.3 GB/s link, every other block plain.
+TEST(CompressionPolicy, OnHostMemoryFramesBetweenPlainBlocksStillMeasureTheEncoder) {
+  CompressionPolicy policy(4096);
+  Observe(policy, 1, kHost, 1.3e9, 2e9);
+  for (int i = 0; i < 32; ++i) {
+    policy.PlainSendStarted(1, kHost, kBig, absl::UnixEpoch());
+    policy.PlainSendDone(1, kHost, kBig, true, absl::UnixEpoch() + absl::Seconds(kBig / 1.3e9));
+    CodeOnHost(policy, 1, 0.8e9, 0, 1);
+  }
+  EXPECT_LE(Compressed(policy, 1, kHost, 4000), 10);
+}
+
 TEST(CompressionPolicy, ProbesGetRarerAndAChangeOfSpeedIsNoticed) {
   CompressionPolicy policy(4096);
   Observe(policy, 1, kHost, 2.7e9, 0.3e9);
