@@ -285,6 +285,11 @@ void Engine::Loop() {
       const absl::Time now = absl::Now();
       // A collective needs every rank: once any peer has failed, none can complete.
       const absl::Status peer_failure = transport_.FirstPeerFailure();
+      // Per peer, whether the tasks so far have started all their sends to it and posted all
+      // their receives from it: the next task may then go on with that link.
+      std::vector<bool> sends_open(transport_.size(), true), recvs_open(transport_.size(), true);
+      context.sends_open = &sends_open;
+      context.recvs_open = &recvs_open;
       for (auto it = active_.begin(); it != active_.end();) {
         OperationTask& task = **it;
         if (stopping) task.Fail(absl::CancelledError("the communicator is being destroyed"));
@@ -293,6 +298,10 @@ void Engine::Loop() {
           task.Fail(absl::DeadlineExceededError("the operation's timeout passed"));
         }
         moved |= task.Advance(context);
+        for (int peer = 0; peer < transport_.size(); ++peer) {
+          sends_open[peer] = sends_open[peer] && task.sends_started_to(peer);
+          recvs_open[peer] = recvs_open[peer] && task.recvs_posted_from(peer);
+        }
         if (!task.out_of_step().empty()) {
           absl::MutexLock lock(&mutex_);
           for (const auto& [peer, why] : task.out_of_step()) recv_out_of_step_[peer] = why;

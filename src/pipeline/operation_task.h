@@ -71,6 +71,11 @@ struct TaskContext {
   transport::CompletionCallback wake;  // given to every transport request
   CommunicatorStats* stats = nullptr;
   HostCodecThreads* cpu_codec_threads = nullptr;  // the CPU codec's threads, for host buffers
+  // Per peer, whether every earlier task has started all its sends to the peer (posted all its
+  // receives from it): a link's blocks start, and take their slots, in call order across tasks,
+  // as within one (docs/COLLECTIVES.md, "Link order"). Set by the engine before each Advance.
+  const std::vector<bool>* sends_open = nullptr;
+  const std::vector<bool>* recvs_open = nullptr;
 };
 
 class OperationTask {
@@ -95,6 +100,10 @@ class OperationTask {
   bool Advance(TaskContext& context);
   // Done, or failed with nothing left in flight.
   bool finished() const;
+  // Whether this task will start no more sends to `peer` (post no more receives from it): all
+  // started, or the task failed.
+  bool sends_started_to(int peer) const { return !status_.ok() || next_send_[peer] == send_order_[peer].size(); }
+  bool recvs_posted_from(int peer) const { return !status_.ok() || next_parts_[peer] == recv_order_[peer].size(); }
   // True while the task waits on the GPU (the engine then polls instead of sleeping).
   bool waits_on_gpu() const;
   // True when nothing in flight reads or writes the caller's buffers: a failed task is then

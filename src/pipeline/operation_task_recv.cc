@@ -134,10 +134,11 @@ bool OperationTask::OnEnvelope(RecvBlock& block) {
 
 bool OperationTask::PostParts(TaskContext& context, RecvBlock& block) {
   const RecvStep& step = spec_.schedule.recvs[block.step];
-  // Parts are posted in the link's sequence order (this is what bounds the slots a ring can
-  // hold: schedule.h), and nothing lands in the caller's buffer before the caller's stream is
-  // done with it.
+  // Parts are posted in the link's sequence order, after every earlier task's on that link (this
+  // is what bounds the slots a ring can hold: schedule.h), and nothing lands in the caller's
+  // buffer before the caller's stream is done with it.
   if (recv_order_[step.peer][next_parts_[step.peer]] != static_cast<uint32_t>(&block - recv_blocks_.data())) return false;
+  if (!(*context.recvs_open)[step.peer]) return false;
   if (!InputReady()) return false;
   const uint64_t bytes = BlockElements(step.count, block.index) * ElementSize(spec_.dtype);
   const bool direct = block.header.kind == BlockKind::kPlain && step.into && !step.reduce_with;

@@ -64,10 +64,12 @@ bool OperationTask::AdvanceSends(TaskContext& context) {
       }
     }
   }
-  // Each link's blocks start strictly in sequence order, each once its source is ready and the
-  // window to the peer has room; a device frame of the caller's elements also needs a slot.
+  // Each link's blocks start strictly in sequence order (after every earlier task's on that
+  // link), each once its source is ready and the window to the peer has room; a device frame of
+  // the caller's elements also needs a slot.
   for (size_t peer = 0; peer < send_order_.size(); ++peer) {
     const std::vector<uint32_t>& link = send_order_[peer];
+    if (!(*context.sends_open)[peer]) continue;
     while (status_.ok() && next_send_[peer] < link.size() && InputReady()) {
       SendBlock& block = send_blocks_[link[next_send_[peer]]];
       if (!SourceReady(block)) break;

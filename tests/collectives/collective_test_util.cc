@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "pipeline_test_util.h"
 
@@ -35,47 +36,97 @@ Operation Post(Communicator& comm, const CollectiveCase& c, const void* send, vo
   return Operation();
 }
 
-absl::Status RunAndCheck(Communicator& comm, const CollectiveCase& c, uint64_t seed, bool device, cudaStream_t stream) {
-  const int world = comm.size(), rank = comm.rank();
+namespace {
+
+// One case's buffers: one allocation holds both (or the in-place one), poisoned where the
+// output goes. In place, the input lies inside the output (allgather: at chunk `rank`) or the
+// output inside the input (reduce-scatter: at chunk `rank`), or they are the same.
+struct CaseBuffers {
+  std::vector<uint8_t> host, before;
+  uint64_t send_offset = 0, recv_offset = 0, recv_bytes = 0;
+  void* device = nullptr;
+  uint8_t* base = nullptr;
+};
+
+absl::StatusOr<CaseBuffers> Prepare(const CollectiveCase& c, int world, int rank, uint64_t seed, bool device) {
+  CaseBuffers b;
   const size_t width = ElementSize(c.dtype);
   const std::vector<uint8_t> input = CaseInput(c, world, rank, seed);
-  const uint64_t recv_bytes = RecvElements(c.Shape(world)) * width;
-  // One allocation holds both buffers (or the in-place one), poisoned where the output goes.
-  // In place, the input lies inside the output (allgather: at chunk `rank`) or the output
-  // inside the input (reduce-scatter: at chunk `rank`), or they are the same.
+  b.recv_bytes = RecvElements(c.Shape(world)) * width;
   const uint64_t chunk_bytes = uint64_t(rank) * c.count * width;
-  uint64_t send_offset = recv_bytes, recv_offset = 0;
+  b.send_offset = b.recv_bytes;
   if (c.in_place) {
-    send_offset = c.kind == Collective::kAllGather ? chunk_bytes : 0;
-    recv_offset = c.kind == Collective::kReduceScatter ? chunk_bytes : 0;
+    b.send_offset = c.kind == Collective::kAllGather ? chunk_bytes : 0;
+    b.recv_offset = c.kind == Collective::kReduceScatter ? chunk_bytes : 0;
   }
-  const uint64_t total = c.in_place ? std::max<uint64_t>(input.size(), recv_bytes) : input.size() + recv_bytes;
-  std::vector<uint8_t> host(std::max<uint64_t>(total, 1), 0xA5);
-  std::memcpy(host.data() + send_offset, input.data(), input.size());
-  const std::vector<uint8_t> before = host;
-  uint8_t* base = host.data();
-  void* device_base = nullptr;
+  const uint64_t total = c.in_place ? std::max<uint64_t>(input.size(), b.recv_bytes) : input.size() + b.recv_bytes;
+  b.host.assign(std::max<uint64_t>(total, 1), 0xA5);
+  std::memcpy(b.host.data() + b.send_offset, input.data(), input.size());
+  b.before = b.host;
+  b.base = b.host.data();
   if (device) {
-    // A copy from pageable memory may return before its DMA has landed; the call below is
-    // ordered only after `stream`, so the upload must be complete first.
-    if (cudaMalloc(&device_base, host.size()) != cudaSuccess ||
-        cudaMemcpy(device_base, host.data(), host.size(), cudaMemcpyHostToDevice) != cudaSuccess ||
+    // A copy from pageable memory may return before its DMA has landed; the call is ordered
+    // only after its stream, so the upload must be complete first.
+    if (cudaMalloc(&b.device, b.host.size()) != cudaSuccess ||
+        cudaMemcpy(b.device, b.host.data(), b.host.size(), cudaMemcpyHostToDevice) != cudaSuccess ||
         cudaDeviceSynchronize() != cudaSuccess) {
+      if (b.device != nullptr) cudaFree(b.device);
       return absl::InternalError("device buffers");
     }
-    base = static_cast<uint8_t*>(device_base);
+    b.base = static_cast<uint8_t*>(b.device);
   }
-  absl::Status status = Post(comm, c, base + send_offset, base + recv_offset, stream).Wait(absl::Seconds(120));
-  if (device) {
-    if (status.ok() && stream != nullptr && cudaStreamSynchronize(stream) != cudaSuccess) status = absl::InternalError("stream");
-    cudaMemcpy(host.data(), device_base, host.size(), cudaMemcpyDeviceToHost);
-    cudaFree(device_base);
+  return b;
+}
+
+// Copies a device case's output back (and frees it), then compares it with the reference.
+absl::Status Check(CaseBuffers& b, const CollectiveCase& c, int world, int rank, uint64_t seed) {
+  if (b.device != nullptr) {
+    cudaMemcpy(b.host.data(), b.device, b.host.size(), cudaMemcpyDeviceToHost);
+    cudaFree(b.device);
+    b.device = nullptr;
   }
-  if (!status.ok()) return absl::Status(status.code(), absl::StrCat(c.Name(), ": ", status.message()));
   std::vector<uint8_t> want = ReferenceOutput(c, world, rank, seed);
   // A rank that receives nothing (a reduce's non-root) must leave its receive buffer as it was.
-  if (want.empty()) want.assign(before.begin() + recv_offset, before.begin() + recv_offset + recv_bytes);
-  return ExpectSameBytes(host.data() + recv_offset, want.data(), want.size(), absl::StrCat("rank ", rank, " ", c.Name()));
+  if (want.empty()) want.assign(b.before.begin() + b.recv_offset, b.before.begin() + b.recv_offset + b.recv_bytes);
+  return ExpectSameBytes(b.host.data() + b.recv_offset, want.data(), want.size(), absl::StrCat("rank ", rank, " ", c.Name()));
+}
+
+}  // namespace
+
+absl::Status RunAndCheckGroup(Communicator& comm, const std::vector<CollectiveCase>& cases, uint64_t seed, bool device,
+                              cudaStream_t stream) {
+  const int world = comm.size(), rank = comm.rank();
+  std::vector<CaseBuffers> buffers;
+  absl::Status status;
+  for (size_t i = 0; i < cases.size() && status.ok(); ++i) {
+    absl::StatusOr<CaseBuffers> b = Prepare(cases[i], world, rank, seed + i, device);
+    if (b.ok()) buffers.push_back(std::move(*b));
+    status = b.status();
+  }
+  const std::string name = cases.size() == 1 ? cases[0].Name() : absl::StrCat("a group of ", cases.size(), " calls");
+  if (status.ok()) {
+    const bool group = cases.size() > 1;
+    if (group) comm.GroupStart();
+    std::vector<Operation> calls;
+    for (size_t i = 0; i < cases.size(); ++i) {
+      calls.push_back(Post(comm, cases[i], buffers[i].base + buffers[i].send_offset,
+                           buffers[i].base + buffers[i].recv_offset, stream));
+    }
+    if (group) calls.assign(1, comm.GroupEnd());
+    for (const Operation& call : calls) status.Update(call.Wait(absl::Seconds(120)));
+    if (device && status.ok() && stream != nullptr && cudaStreamSynchronize(stream) != cudaSuccess) {
+      status = absl::InternalError("stream");
+    }
+  }
+  // Every case is checked (which also frees its device buffer); the first failure is reported.
+  absl::Status checked;
+  for (size_t i = 0; i < buffers.size(); ++i) checked.Update(Check(buffers[i], cases[i], world, rank, seed + i));
+  if (!status.ok()) return absl::Status(status.code(), absl::StrCat(name, ": ", status.message()));
+  return checked;
+}
+
+absl::Status RunAndCheck(Communicator& comm, const CollectiveCase& c, uint64_t seed, bool device, cudaStream_t stream) {
+  return RunAndCheckGroup(comm, {c}, seed, device, stream);
 }
 
 }  // namespace ucclzip::testing

@@ -41,6 +41,11 @@ std::vector<uint8_t> ReferenceOutput(const CollectiveCase& c, int world, int ran
 absl::Status RunAndCheck(Communicator& comm, const CollectiveCase& c, uint64_t seed, bool device = false,
                          cudaStream_t stream = nullptr);
 
+// The cases in one group (GroupStart/GroupEnd; case i's inputs from seed + i), then each output
+// compared with its reference. A single case is posted alone.
+absl::Status RunAndCheckGroup(Communicator& comm, const std::vector<CollectiveCase>& cases, uint64_t seed,
+                              bool device = false, cudaStream_t stream = nullptr);
+
 // Posts the case's call on buffers already in place.
 Operation Post(Communicator& comm, const CollectiveCase& c, const void* send, void* recv, cudaStream_t stream);
 

@@ -132,6 +132,29 @@ TEST(CollectivesDeviceSanitized, TwoRanksEveryOperation) {
   RunDeviceCases(2, options, cases, absl::Seconds(200));
 }
 
+// Collectives in one group on device buffers, each peer's slots shared by all of them, with one
+// slot per peer: without the link's call order across them (docs/COLLECTIVES.md, "Link
+// order"), a later ring could take the receive slots an earlier one needs, and every rank
+// wait (LinkOrderSimulation.GroupsOfCollectivesFinishWithTheEnginesSlots found such orders).
+TEST(CollectivesDeviceGroups, RingsInOneGroupShareEachPeersSlots) {
+  UCCLZIP_SKIP_WITHOUT_GPU();
+  transport::TransportOptions options = SmallBlockOptions(16 << 10, 16 << 10);
+  options.device_slots = 1;
+  ExpectRanksSucceeded(RunRanks({.world_size = 4}, [&](const RankContext& context) -> absl::Status {
+    if (cudaSetDevice(0) != cudaSuccess) return absl::InternalError("cudaSetDevice");
+    auto comm = CreateCommunicator(context, options);
+    if (!comm.ok()) return comm.status();
+    const std::vector<CollectiveCase> group = {
+        {.kind = Collective::kAllReduce, .count = 200'003},
+        {.kind = Collective::kAllGather, .count = 60'001},
+        {.kind = Collective::kReduceScatter, .dtype = DataType::kFloat32, .op = ReduceOp::kMax, .count = 30'001},
+        {.kind = Collective::kBroadcast, .count = 120'001, .root = 1},
+        {.kind = Collective::kAllGather, .count = 60'001, .in_place = true},
+    };
+    return RunAndCheckGroup(**comm, group, 50, true);
+  }));
+}
+
 TEST(CollectivesDeviceGroups, SendsToPeersThatDependOnEachOtherDoNotDeadlock) {
   UCCLZIP_SKIP_WITHOUT_GPU();
   ExpectRanksSucceeded(RunRanks({.world_size = 3}, [&](const RankContext& context) -> absl::Status {

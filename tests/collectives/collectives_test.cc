@@ -147,6 +147,29 @@ TEST(Collectives, GroupsMixCollectivesAndPointToPoint) {
   }));
 }
 
+// Rings and chains in one group share every link and, on the GPU, each peer's slots: their
+// blocks start in call order link by link (docs/COLLECTIVES.md, "Link order"). Many blocks a
+// chunk, compressed and not.
+TEST(Collectives, GroupsOfRingsAndChainsShareEveryLink) {
+  transport::TransportOptions options = PipelineOptions();
+  options.pipeline_block_bytes = 16 << 10;
+  ExpectRanksSucceeded(RunRanks({.world_size = 4}, [&](const RankContext& context) -> absl::Status {
+    auto comm = CreateCommunicator(context, options);
+    if (!comm.ok()) return comm.status();
+    for (CompressionMode mode : {CompressionMode::kOn, CompressionMode::kOff}) {
+      const std::vector<CollectiveCase> group = {
+          {.kind = Collective::kAllReduce, .count = 100'003, .mode = mode},
+          {.kind = Collective::kAllGather, .count = 30'001, .mode = mode},
+          {.kind = Collective::kReduceScatter, .dtype = DataType::kFloat32, .op = ReduceOp::kMax, .count = 20'001, .mode = mode},
+          {.kind = Collective::kBroadcast, .count = 70'001, .root = 2, .mode = mode},
+          {.kind = Collective::kAllGather, .count = 30'001, .in_place = true, .mode = mode},
+      };
+      if (absl::Status s = RunAndCheckGroup(**comm, group, 40); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  }));
+}
+
 // NCCL's reduce: recvbuff matters on the root only, so the others may pass null; reduces to
 // different roots in one group each keep their own chain.
 TEST(Collectives, ReduceTakesNullOffTheRootAndGroupsWithOtherRoots) {

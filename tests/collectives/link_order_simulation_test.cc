@@ -5,8 +5,9 @@
 // until every send reading them is done), every block taking a slot as a device frame does
 // (the worst case), with transfers completing in random orders and in the order that holds
 // resources longest. With device_slots + kLinkGroupBlocks receive slots per peer, as the engine
-// allocates, every schedule finishes; with kLinkGroupBlocks, one fewer than the bound of
-// docs/COLLECTIVES.md, a ring deadlocks.
+// allocates, every schedule finishes, alone or with others in one group (calls taking their
+// turns on each link); with kLinkGroupBlocks, one fewer than the bound of docs/COLLECTIVES.md,
+// a ring deadlocks, and so does a group whose calls do not take turns.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -28,30 +29,46 @@ struct Limits {
   int window = 2;      // blocks on their way to one peer (device_slots)
   int send_slots = 2;  // per peer, for encodes of the caller's elements (device_slots)
   int recv_slots = 4;  // per peer (device_slots + kLinkGroupBlocks)
+  // Calls in flight at once take their turns on each link in call order (as the engine does).
+  bool in_call_order = true;
 };
 
 // How the next move is chosen among those possible.
 enum class Order { kRandom, kHoldLongest };
 
+// Operations in flight at once (a group: each its own task) share each rank's slots and send
+// windows; each keeps its own link order.
 class Simulation {
  public:
-  Simulation(const std::vector<Schedule>& schedules, uint64_t block_elements, Limits limits)
-      : schedules_(schedules), limits_(limits), world_(static_cast<int>(schedules.size())) {
-    for (const Schedule& schedule : schedules) orders_.push_back(pipeline::LinkOrderOf(schedule, block_elements, world_));
+  // operations[o][r]: rank r's schedule of operation o.
+  Simulation(const std::vector<std::vector<Schedule>>& operations, uint64_t block_elements, Limits limits)
+      : limits_(limits), world_(static_cast<int>(operations.front().size())) {
     for (int r = 0; r < world_; ++r) {
       ranks_.emplace_back();
       Rank& rank = ranks_.back();
-      rank.next_send.assign(world_, 0);
-      rank.next_post.assign(world_, 0);
       rank.in_flight.assign(world_, 0);
       rank.send_slots.assign(world_, 0);
       rank.recv_slots.assign(world_, 0);
-      for (int p = 0; p < world_; ++p) {
-        rank.send_state.emplace_back(orders_[r].sends[p].size(), kWaiting);
-        rank.recv_state.emplace_back(orders_[r].recvs[p].size(), kWaiting);
+    }
+    for (const std::vector<Schedule>& schedules : operations) {
+      ops_.emplace_back();
+      Op& op = ops_.back();
+      op.schedules = schedules;
+      for (int r = 0; r < world_; ++r) {
+        op.orders.push_back(pipeline::LinkOrderOf(schedules[r], block_elements, world_));
+        op.ranks.emplace_back();
+        OpRank& state = op.ranks.back();
+        state.next_send.assign(world_, 0);
+        state.next_post.assign(world_, 0);
+        for (int p = 0; p < world_; ++p) {
+          state.send_state.emplace_back(op.orders[r].sends[p].size(), kWaiting);
+          state.recv_state.emplace_back(op.orders[r].recvs[p].size(), kWaiting);
+        }
       }
     }
   }
+  Simulation(const std::vector<Schedule>& schedules, uint64_t block_elements, Limits limits)
+      : Simulation(std::vector<std::vector<Schedule>>{schedules}, block_elements, limits) {}
 
   // Plays until every block is done (true) or nothing can move (false: a deadlock).
   bool Run(Order order, uint32_t seed) {
@@ -59,7 +76,7 @@ class Simulation {
     for (;;) {
       RetireWhatCan();
       std::vector<std::function<void()>> grabs, completions;
-      Moves(grabs, completions);
+      for (size_t o = 0; o < ops_.size(); ++o) Moves(o, grabs, completions);
       // Holding longest: a transfer completes only when nothing else can take a resource.
       if (order == Order::kRandom || grabs.empty()) {
         for (auto& move : completions) grabs.push_back(std::move(move));
@@ -71,60 +88,83 @@ class Simulation {
 
  private:
   enum State { kWaiting, kStarted, kLanded, kDone };
+  // A rank's resources, shared by the operations.
   struct Rank {
-    std::vector<size_t> next_send, next_post;
     std::vector<int> in_flight, send_slots, recv_slots;
+  };
+  // One operation on one rank.
+  struct OpRank {
+    std::vector<size_t> next_send, next_post;
     std::vector<std::vector<State>> send_state;  // per peer, by link position
     std::vector<std::vector<State>> recv_state;  // kStarted: posted (slot held); kDone: retired
   };
+  struct Op {
+    std::vector<Schedule> schedules;  // per rank
+    std::vector<LinkOrder> orders;
+    std::vector<OpRank> ranks;
+  };
 
-  size_t RecvPosition(int r, int step, uint32_t block) const {
-    const auto& link = orders_[r].recvs[schedules_[r].recvs[step].peer];
-    return static_cast<size_t>(std::find(link.begin(), link.end(), StepBlock{step, block}) - link.begin());
+  static size_t PositionOf(const std::vector<StepBlock>& link, StepBlock at) {
+    return static_cast<size_t>(std::find(link.begin(), link.end(), at) - link.begin());
   }
 
-  void Moves(std::vector<std::function<void()>>& grabs, std::vector<std::function<void()>>& completions) {
+  // Whether every operation before `o` has started all its sends to p (posted all its receives
+  // from p) on rank r: a link's blocks start in call order across operations.
+  bool EarlierStarted(size_t o, int r, int p, bool sends) const {
+    for (size_t e = 0; limits_.in_call_order && e < o; ++e) {
+      const OpRank& theirs = ops_[e].ranks[r];
+      const auto& link = sends ? ops_[e].orders[r].sends[p] : ops_[e].orders[r].recvs[p];
+      if ((sends ? theirs.next_send[p] : theirs.next_post[p]) < link.size()) return false;
+    }
+    return true;
+  }
+
+  void Moves(size_t o, std::vector<std::function<void()>>& grabs, std::vector<std::function<void()>>& completions) {
+    Op& op = ops_[o];
     for (int r = 0; r < world_; ++r) {
+      const Schedule& schedule = op.schedules[r];
       Rank& rank = ranks_[r];
+      OpRank& mine = op.ranks[r];
       for (int p = 0; p < world_; ++p) {
         // The next send to p.
-        const auto& sends = orders_[r].sends[p];
-        if (size_t k = rank.next_send[p]; k < sends.size()) {
+        const auto& sends = op.orders[r].sends[p];
+        if (size_t k = mine.next_send[p]; k < sends.size() && EarlierStarted(o, r, p, true)) {
           const StepBlock at = sends[k];
-          const SendStep& step = schedules_[r].sends[at.step];
+          const SendStep& step = schedule.sends[at.step];
           const bool encodes = step.source == SendStep::Source::kChunk;
+          const int from = step.recv_step < 0 ? 0 : schedule.recvs[step.recv_step].peer;
           const bool source_ready =
               step.recv_step < 0 ||
-              rank.recv_state[schedules_[r].recvs[step.recv_step].peer][RecvPosition(r, step.recv_step, at.block)] >= kLanded;
+              mine.recv_state[from][PositionOf(op.orders[r].recvs[from], {step.recv_step, at.block})] >= kLanded;
           if (source_ready && rank.in_flight[p] < limits_.window && (!encodes || rank.send_slots[p] < limits_.send_slots)) {
-            grabs.push_back([&rank, p, k, encodes] {
-              rank.send_state[p][k] = kStarted;
+            grabs.push_back([&rank, &mine, p, k, encodes] {
+              mine.send_state[p][k] = kStarted;
               ++rank.in_flight[p];
               if (encodes) ++rank.send_slots[p];
-              ++rank.next_send[p];
+              ++mine.next_send[p];
             });
           }
         }
         // The next receive from p: its envelope is there once p started that send.
-        const auto& recvs = orders_[r].recvs[p];
-        if (size_t k = rank.next_post[p]; k < recvs.size()) {
-          if (ranks_[p].send_state[r][k] >= kStarted && rank.recv_slots[p] < limits_.recv_slots) {
-            grabs.push_back([&rank, p, k] {
-              rank.recv_state[p][k] = kStarted;
+        const auto& recvs = op.orders[r].recvs[p];
+        if (size_t k = mine.next_post[p]; k < recvs.size() && EarlierStarted(o, r, p, false)) {
+          if (op.ranks[p].send_state[r][k] >= kStarted && rank.recv_slots[p] < limits_.recv_slots) {
+            grabs.push_back([&rank, &mine, p, k] {
+              mine.recv_state[p][k] = kStarted;
               ++rank.recv_slots[p];
-              ++rank.next_post[p];
+              ++mine.next_post[p];
             });
           }
         }
         // Transfers from r to p that both ends have posted.
         for (size_t k = 0; k < sends.size(); ++k) {
-          if (rank.send_state[p][k] != kStarted || ranks_[p].recv_state[r][k] != kStarted) continue;
-          const bool encodes = schedules_[r].sends[sends[k].step].source == SendStep::Source::kChunk;
-          completions.push_back([this, &rank, r, p, k, encodes] {
-            rank.send_state[p][k] = kDone;
+          if (mine.send_state[p][k] != kStarted || op.ranks[p].recv_state[r][k] != kStarted) continue;
+          const bool encodes = schedule.sends[sends[k].step].source == SendStep::Source::kChunk;
+          completions.push_back([&rank, &mine, &theirs = op.ranks[p], r, p, k, encodes] {
+            mine.send_state[p][k] = kDone;
             --rank.in_flight[p];
             if (encodes) --rank.send_slots[p];
-            ranks_[p].recv_state[r][k] = kLanded;
+            theirs.recv_state[r][k] = kLanded;
           });
         }
       }
@@ -133,49 +173,49 @@ class Simulation {
 
   // A landed block gives its slot back once every send that reads it is done.
   void RetireWhatCan() {
-    for (int r = 0; r < world_; ++r) {
-      for (int q = 0; q < world_; ++q) {
-        for (size_t k = 0; k < orders_[r].recvs[q].size(); ++k) {
-          if (ranks_[r].recv_state[q][k] != kLanded) continue;
-          const StepBlock at = orders_[r].recvs[q][k];
-          bool read = false;
-          for (size_t s = 0; s < schedules_[r].sends.size(); ++s) {
-            const SendStep& send = schedules_[r].sends[s];
-            if (send.recv_step != at.step || send.source == SendStep::Source::kChunk) continue;
-            const auto& link = orders_[r].sends[send.peer];
-            const size_t position =
-                static_cast<size_t>(std::find(link.begin(), link.end(), StepBlock{static_cast<int>(s), at.block}) - link.begin());
-            read |= ranks_[r].send_state[send.peer][position] != kDone;
+    for (Op& op : ops_) {
+      for (int r = 0; r < world_; ++r) {
+        const Schedule& schedule = op.schedules[r];
+        OpRank& mine = op.ranks[r];
+        for (int q = 0; q < world_; ++q) {
+          for (size_t k = 0; k < op.orders[r].recvs[q].size(); ++k) {
+            if (mine.recv_state[q][k] != kLanded) continue;
+            const StepBlock at = op.orders[r].recvs[q][k];
+            bool read = false;
+            for (size_t s = 0; s < schedule.sends.size(); ++s) {
+              const SendStep& send = schedule.sends[s];
+              if (send.recv_step != at.step || send.source == SendStep::Source::kChunk) continue;
+              const size_t position = PositionOf(op.orders[r].sends[send.peer], {static_cast<int>(s), at.block});
+              read |= mine.send_state[send.peer][position] != kDone;
+            }
+            if (read) continue;
+            mine.recv_state[q][k] = kDone;
+            --ranks_[r].recv_slots[q];
           }
-          if (read) continue;
-          ranks_[r].recv_state[q][k] = kDone;
-          --ranks_[r].recv_slots[q];
         }
       }
     }
   }
 
   bool AllDone() const {
-    for (const Rank& rank : ranks_) {
-      for (const auto& link : rank.send_state) {
-        for (State state : link) {
-          if (state != kDone) return false;
-        }
-      }
-      for (const auto& link : rank.recv_state) {
-        for (State state : link) {
-          if (state != kDone) return false;
+    for (const Op& op : ops_) {
+      for (const OpRank& mine : op.ranks) {
+        for (const auto* states : {&mine.send_state, &mine.recv_state}) {
+          for (const auto& link : *states) {
+            for (State state : link) {
+              if (state != kDone) return false;
+            }
+          }
         }
       }
     }
     return true;
   }
 
-  const std::vector<Schedule>& schedules_;
   const Limits limits_;
   const int world_;
-  std::vector<LinkOrder> orders_;
   std::vector<Rank> ranks_;
+  std::vector<Op> ops_;
 };
 
 std::vector<Schedule> AllRanks(int world, const std::function<Schedule(int)>& build) {
@@ -214,6 +254,49 @@ TEST(LinkOrderSimulation, EveryScheduleFinishesWithTheEnginesSlots) {
       }
     });
   }
+}
+
+// Groups: several collectives in flight at once, each its own task, sharing every rank's slots.
+TEST(LinkOrderSimulation, GroupsOfCollectivesFinishWithTheEnginesSlots) {
+  for (int device_slots : {1, 2}) {
+    const Limits limits{.window = device_slots,
+                        .send_slots = device_slots,
+                        .recv_slots = device_slots + static_cast<int>(pipeline::kLinkGroupBlocks)};
+    for (int world = 3; world <= 5; ++world) {
+      const uint64_t count = 61 * uint64_t(world);
+      const auto gather = AllRanks(world, [&](int r) { return RingAllGather(r, world, count / world, false); });
+      const auto reduce = AllRanks(world, [&](int r) { return RingAllReduce(r, world, count, ReduceOp::kSum, false); });
+      const auto scatter =
+          AllRanks(world, [&](int r) { return RingReduceScatter(r, world, count / world, ReduceOp::kSum, false); });
+      const auto cast0 = AllRanks(world, [&](int r) { return ChainBroadcast(r, world, count, 0, false); });
+      const auto cast1 = AllRanks(world, [&](int r) { return ChainBroadcast(r, world, count, 1, false); });
+      const std::vector<std::pair<std::string, std::vector<std::vector<Schedule>>>> groups = {
+          {"allgather, allgather", {gather, gather}},
+          {"allreduce, allgather", {reduce, gather}},
+          {"reducescatter, allreduce, allgather", {scatter, reduce, gather}},
+          {"broadcast from 0, broadcast from 1", {cast0, cast1}},
+          {"broadcast from 1, allreduce", {cast1, reduce}},
+      };
+      for (const auto& [what, operations] : groups) {
+        const std::string where = absl::StrCat(what, ", ", world, " ranks, device_slots ", device_slots);
+        Simulation held(operations, kBlockElements, limits);
+        EXPECT_TRUE(held.Run(Order::kHoldLongest, 0)) << where << ", resources held longest";
+        for (uint32_t seed = 1; seed <= 5; ++seed) {
+          Simulation random(operations, kBlockElements, limits);
+          EXPECT_TRUE(random.Run(Order::kRandom, seed)) << where << ", seed " << seed;
+        }
+      }
+    }
+  }
+}
+
+// Without the call order across them, the calls of a group take each other's slots.
+TEST(LinkOrderSimulation, AGroupWithoutCallOrderDeadlocks) {
+  Limits limits{.window = 1, .send_slots = 1, .recv_slots = 1 + static_cast<int>(pipeline::kLinkGroupBlocks)};
+  limits.in_call_order = false;
+  const auto gather = AllRanks(4, [](int r) { return RingAllGather(r, 4, 61, false); });
+  Simulation simulation({gather, gather}, kBlockElements, limits);
+  EXPECT_FALSE(simulation.Run(Order::kHoldLongest, 0));
 }
 
 // The bound is tight: as many receive slots as the lag deadlock a ring, which is what makes the
