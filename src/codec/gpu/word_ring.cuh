@@ -61,6 +61,10 @@ class WordRing {
 
  private:
   __device__ void Issue(uint32_t window) {
+    // The slot held window - kWindows, whose words some lanes may have read just now: every lane
+    // is past its reads before any copy into the slot is issued (the lanes of a warp need not
+    // run in step). Issue is only reached with the whole warp (Refill is warp-uniform).
+    __syncwarp();
     const uint32_t lane = threadIdx.x & 31;
     const uint32_t lo = window * kWindowBytes;
     const uint32_t hi = min(lo + kWindowBytes, end_bytes_);
