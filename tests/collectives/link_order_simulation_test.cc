@@ -270,13 +270,29 @@ TEST(LinkOrderSimulation, GroupsOfCollectivesFinishWithTheEnginesSlots) {
           AllRanks(world, [&](int r) { return RingReduceScatter(r, world, count / world, ReduceOp::kSum, false); });
       const auto cast0 = AllRanks(world, [&](int r) { return ChainBroadcast(r, world, count, 0, false); });
       const auto cast1 = AllRanks(world, [&](int r) { return ChainBroadcast(r, world, count, 1, false); });
-      const std::vector<std::pair<std::string, std::vector<std::vector<Schedule>>>> groups = {
+      std::vector<std::pair<std::string, std::vector<std::vector<Schedule>>>> groups = {
           {"allgather, allgather", {gather, gather}},
           {"allreduce, allgather", {reduce, gather}},
           {"reducescatter, allreduce, allgather", {scatter, reduce, gather}},
           {"broadcast from 0, broadcast from 1", {cast0, cast1}},
           {"broadcast from 1, allreduce", {cast1, reduce}},
       };
+      // Point-to-point calls in the same groups: a weight sync from rank 0 to every other rank
+      // beside an allgather, and a shift (each rank to the next) beside an allreduce.
+      auto message = [&](int from, int to, uint64_t elements) {
+        return AllRanks(world, [&](int r) {
+          if (r == from) return SendSchedule(to, elements);
+          if (r == to) return RecvSchedule(from, elements);
+          return Schedule{};
+        });
+      };
+      std::vector<std::vector<Schedule>> sync{gather};
+      for (int to = 1; to < world; ++to) sync.insert(sync.begin() + (to - 1), message(0, to, 3 * count));
+      std::vector<std::vector<Schedule>> shift;
+      for (int from = 0; from < world; ++from) shift.push_back(message(from, (from + 1) % world, count));
+      shift.push_back(reduce);
+      groups.push_back({"a weight sync from rank 0, allgather", sync});
+      groups.push_back({"a shift, allreduce", shift});
       for (const auto& [what, operations] : groups) {
         const std::string where = absl::StrCat(what, ", ", world, " ranks, device_slots ", device_slots);
         Simulation held(operations, kBlockElements, limits);
