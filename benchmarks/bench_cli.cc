@@ -124,6 +124,10 @@ std::string DataTypeFlag() {
   return FirstSet<std::string>({absl::GetFlag(FLAGS_d), absl::GetFlag(FLAGS_datatype)}, absl::GetFlag(FLAGS_dtype));
 }
 std::string ReduceOpFlag() { return FirstSet<std::string>({absl::GetFlag(FLAGS_o), absl::GetFlag(FLAGS_op)}, "sum"); }
+std::string CompressFlag(const char* fallback) {
+  const std::string compress = absl::GetFlag(FLAGS_compress);
+  return compress.empty() ? fallback : compress;
+}
 int RootFlag() { return FirstSet<int>({absl::GetFlag(FLAGS_r), absl::GetFlag(FLAGS_root)}, 0); }
 bool CheckFlag() { return FirstSet<int>({absl::GetFlag(FLAGS_c), absl::GetFlag(FLAGS_check)}, 1) != 0; }
 

@@ -38,6 +38,8 @@ int Iterations();
 int WarmupIterations();
 std::string DataTypeFlag();
 std::string ReduceOpFlag();
+// --compress, or the subcommand's default list where it is unset.
+std::string CompressFlag(const char* fallback);
 int RootFlag();
 bool CheckFlag();
 

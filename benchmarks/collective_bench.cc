@@ -188,7 +188,7 @@ absl::Status RunRank() {
   if (!dtype.ok()) return dtype.status();
   absl::StatusOr<ReduceOp> op = ParseReduceOp(ReduceOpFlag());
   if (!op.ok()) return op.status();
-  const std::string compress = absl::GetFlag(FLAGS_compress).empty() ? "off,on" : absl::GetFlag(FLAGS_compress);
+  const std::string compress = CompressFlag("off,on");
   absl::StatusOr<std::vector<CompressionMode>> modes = ParseCompressionList(compress);
   if (!modes.ok()) return modes.status();
   absl::StatusOr<testing::Distribution> dist = testing::ParseDistribution(absl::GetFlag(FLAGS_dist));

@@ -226,7 +226,7 @@ absl::Status RunRank() {
   const bool oneway = pattern == "oneway";
   absl::StatusOr<DataType> dtype = ParseDataType(DataTypeFlag());
   if (!dtype.ok()) return dtype.status();
-  const std::string compress = absl::GetFlag(FLAGS_compress).empty() ? "off" : absl::GetFlag(FLAGS_compress);
+  const std::string compress = CompressFlag("off");
   absl::StatusOr<std::vector<CompressionMode>> modes = ParseCompressionList(compress);
   if (!modes.ok()) return modes.status();
   absl::StatusOr<testing::Distribution> dist = testing::ParseDistribution(absl::GetFlag(FLAGS_dist));

@@ -117,8 +117,7 @@ absl::Status RunRank() {
   absl::StatusOr<DataType> dtype = ParseDataType(absl::GetFlag(FLAGS_dtype));
   if (!dtype.ok()) return dtype.status();
   // One mode alone is measured against uncompressed syncs, as it always was.
-  const std::string compress = absl::GetFlag(FLAGS_compress);
-  absl::StatusOr<std::vector<CompressionMode>> listed = ParseCompressionList(compress.empty() ? "on" : compress);
+  absl::StatusOr<std::vector<CompressionMode>> listed = ParseCompressionList(CompressFlag("on"));
   if (!listed.ok()) return listed.status();
   std::vector<CompressionMode> modes = *listed;
   if (modes.size() == 1 && modes[0] != CompressionMode::kOff) modes.insert(modes.begin(), CompressionMode::kOff);
