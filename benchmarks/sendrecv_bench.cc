@@ -45,10 +45,12 @@ absl::Status Exchange(Communicator& comm, bool oneway, const void* out, void* in
   const SendOptions send_options{.compression = mode};
   const int rank = comm.rank(), size = comm.size();
   if (!oneway) {
-    Operation recv = comm.Recv(in, count, dtype, (rank + size - 1) % size, nullptr);
-    absl::Status status = comm.Send(out, count, dtype, (rank + 1) % size, nullptr, send_options).Wait(kWait);
-    status.Update(recv.Wait(kWait));
-    return status;
+    // One group, as nccl-tests does: on device memory each call holds the stream until it is
+    // done, so a Recv and then a Send outside a group would wait for each other around the ring.
+    comm.GroupStart();
+    comm.Recv(in, count, dtype, (rank + size - 1) % size, nullptr);
+    comm.Send(out, count, dtype, (rank + 1) % size, nullptr, send_options);
+    return comm.GroupEnd().Wait(kWait);
   }
   uint8_t ack = 1;
   if (rank == 0) {

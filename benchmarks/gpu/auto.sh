@@ -65,7 +65,8 @@ run_path() {
     local t
     t=$(tls "$path" "$name")
     for size in 16777216 268435456; do
-      PERFTEST_MEMORY=$([[ $memory == device ]] && echo cuda) \
+      # The staged path's wire carries host memory, and its UCX takes no CUDA memory.
+      PERFTEST_MEMORY=$([[ $path == direct ]] && echo cuda) \
         perftest "$path-$name-$size" "$t" tag_bw "$size" "${PERFTEST_ITERS:-200}" |
         awk -v p="$path" -v n="$name" -v s="$size" \
           '{printf "{\"path_name\":\"%s\",\"tls_name\":\"%s\",\"bench\":\"ucx_perftest\",\"size\":%d,\"algbw_GBps\":%.4f}\n", p, n, s, $7 * 1048576 / 1e9}' \
