@@ -86,22 +86,31 @@ std::optional<double> CompressionPolicy::compressed_rate(int peer, transport::Me
   return paths_[peer][Index(memory)].compressed.rate();
 }
 
-void CompressionPolicy::PlainSendStarted(int peer, transport::MemoryType memory, uint64_t bytes, absl::Time now) {
+absl::Duration CompressionPolicy::ServiceTime(int peer, absl::Time started, absl::Time now) {
+  if (static_cast<size_t>(peer) >= link_free_.size()) link_free_.resize(peer + 1, absl::InfinitePast());
+  const absl::Time from = std::max(started, link_free_[peer]);
+  link_free_[peer] = std::max(link_free_[peer], now);
+  return std::max(now - from, absl::ZeroDuration());
+}
+
+void CompressionPolicy::PlainSendStarted(int peer, transport::MemoryType memory, uint64_t bytes) {
   if (bytes < min_compress_bytes_ || bytes == 0) return;
-  Path(peer, memory).plain.Begin(now);
+  Path(peer, memory).plain.Begin();
   if (memory == transport::MemoryType::kHost) {
     SampleHostCodec();
     host_decode_pending_ = absl::ZeroDuration();  // the decodes so far went with plain blocks
   }
 }
 
-void CompressionPolicy::PlainSendDone(int peer, transport::MemoryType memory, uint64_t bytes, bool ok, absl::Time now) {
-  if (bytes >= min_compress_bytes_ && bytes > 0) Path(peer, memory).plain.End(now, ok ? bytes : 0);
+void CompressionPolicy::PlainSendDone(int peer, transport::MemoryType memory, uint64_t bytes, bool ok,
+                                      absl::Time started, absl::Time now) {
+  if (bytes < min_compress_bytes_ || bytes == 0) return;
+  Path(peer, memory).plain.End(ServiceTime(peer, started, now), ok ? bytes : 0);
 }
 
-void CompressionPolicy::CompressedSendStarted(int peer, transport::MemoryType memory, uint64_t bytes, absl::Time now) {
+void CompressionPolicy::CompressedSendStarted(int peer, transport::MemoryType memory, uint64_t bytes) {
   if (bytes < min_compress_bytes_ || bytes == 0) return;
-  Path(peer, memory).compressed.Begin(now);
+  Path(peer, memory).compressed.Begin();
   if (memory == transport::MemoryType::kHost) {
     // What was sent before this block has been coded (host encodes are done before the next
     // block starts); the decodes since the last send go with this frame.
@@ -113,8 +122,9 @@ void CompressionPolicy::CompressedSendStarted(int peer, transport::MemoryType me
 }
 
 void CompressionPolicy::CompressedSendDone(int peer, transport::MemoryType memory, uint64_t bytes, bool ok,
-                                           absl::Time now) {
-  if (bytes >= min_compress_bytes_ && bytes > 0) Path(peer, memory).compressed.End(now, ok ? bytes : 0);
+                                           absl::Time started, absl::Time now) {
+  if (bytes < min_compress_bytes_ || bytes == 0) return;
+  Path(peer, memory).compressed.End(ServiceTime(peer, started, now), ok ? bytes : 0);
 }
 
 void CompressionPolicy::Record(int peer, uint64_t tensor, uint64_t payload_bytes, uint64_t frame_bytes) {

@@ -136,17 +136,15 @@ void OperationTask::StartForward(TaskContext& context, SendBlock& block) {
   const MemoryType memory = spec_.memory;
   if (source.header.kind == BlockKind::kPlain) {
     const uint64_t bytes = source.header.block_elements * ElementSize(spec_.dtype);
-    context.policy->PlainSendStarted(spec_.schedule.sends[block.step].peer, memory, bytes, absl::Now());
-    block.meter = SendBlock::Meter::kPlain;
+    StartMeter(context, block, SendBlock::Meter::kPlain, bytes, absl::Now());
     PostSend(context, block, source.result, bytes, memory, kRawStream);
     ++context.stats->blocks_bypassed;
   } else {
     // Frames forwarded count as compressed traffic: where blocks are forwarded (rings,
     // chains) most of what a compressed link carries is theirs, as most of a plain link's is
     // plain forwards.
-    context.policy->CompressedSendStarted(spec_.schedule.sends[block.step].peer, memory,
-                                          source.header.block_elements * ElementSize(spec_.dtype), absl::Now());
-    block.meter = SendBlock::Meter::kCompressed;
+    StartMeter(context, block, SendBlock::Meter::kCompressed, source.header.block_elements * ElementSize(spec_.dtype),
+               absl::Now());
     const uint8_t* frame = source.slot != nullptr ? source.slot->frame : source.host_frame.get();
     const uint8_t* head = source.slot != nullptr ? source.slot->head : source.host_frame.get();
     PostSend(context, block, frame + source.plan.raw_offset, source.plan.raw_bytes, memory, kRawStream);
@@ -162,8 +160,7 @@ void OperationTask::StartPlain(TaskContext& context, SendBlock& block, const uin
   const SendStep& step = spec_.schedule.sends[block.step];
   const uint64_t bytes = BlockElements(step.chunk.count, block.index) * ElementSize(spec_.dtype);
   block.envelope = EncodeEnvelope(BlockEnvelope(block, BlockKind::kPlain));
-  context.policy->PlainSendStarted(step.peer, spec_.memory, bytes, absl::Now());
-  block.meter = SendBlock::Meter::kPlain;
+  StartMeter(context, block, SendBlock::Meter::kPlain, bytes, absl::Now());
   PostSend(context, block, block.envelope.data(), kEnvelopeBytes, MemoryType::kHost, kEnvelopeStream);
   PostSend(context, block, source, bytes, spec_.memory, kRawStream);
   ++context.stats->blocks_bypassed;
@@ -176,8 +173,7 @@ void OperationTask::StartHostFrame(TaskContext& context, SendBlock& block, const
   block.host_frame.reset(new uint8_t[block.plan.max_frame_bytes]);
   const uint64_t payload = elements * ElementSize(spec_.dtype);
   const absl::Time start = absl::Now();
-  context.policy->CompressedSendStarted(step.peer, MemoryType::kHost, payload, start);
-  block.meter = SendBlock::Meter::kCompressed;
+  StartMeter(context, block, SendBlock::Meter::kCompressed, payload, start);
   absl::StatusOr<uint64_t> frame_bytes =
       CompressHost(source, elements, spec_.dtype, block.host_frame.get(), block.plan.max_frame_bytes, {},
                    context.cpu_codec_threads);
@@ -229,9 +225,7 @@ bool OperationTask::StartDeviceFrame(TaskContext& context, SendBlock& block, con
   }
   block.envelope = EncodeEnvelope(BlockEnvelope(block, BlockKind::kFrame));
   PostSend(context, block, block.envelope.data(), kEnvelopeBytes, MemoryType::kHost, kEnvelopeStream);
-  context.policy->CompressedSendStarted(step.peer, MemoryType::kDevice, elements * ElementSize(spec_.dtype),
-                                        block.codec_start);
-  block.meter = SendBlock::Meter::kCompressed;
+  StartMeter(context, block, SendBlock::Meter::kCompressed, elements * ElementSize(spec_.dtype), block.codec_start);
   block.stage = SendStage::kEncoding;
   return true;
 }
@@ -287,13 +281,25 @@ void OperationTask::SendRest(TaskContext& context, SendBlock& block, const uint8
   ++context.stats->blocks_compressed;
 }
 
+void OperationTask::StartMeter(TaskContext& context, SendBlock& block, SendBlock::Meter meter, uint64_t payload,
+                               absl::Time start) {
+  const int peer = spec_.schedule.sends[block.step].peer;
+  if (meter == SendBlock::Meter::kPlain) {
+    context.policy->PlainSendStarted(peer, spec_.memory, payload);
+  } else {
+    context.policy->CompressedSendStarted(peer, spec_.memory, payload);
+  }
+  block.meter = meter;
+  block.meter_start = start;
+}
+
 void OperationTask::RetireSend(TaskContext& context, SendBlock& block) {
   const SendStep& step = spec_.schedule.sends[block.step];
   const uint64_t payload = BlockElements(step.chunk.count, block.index) * ElementSize(spec_.dtype);
   if (block.meter == SendBlock::Meter::kPlain) {
-    context.policy->PlainSendDone(step.peer, spec_.memory, payload, status_.ok(), absl::Now());
+    context.policy->PlainSendDone(step.peer, spec_.memory, payload, status_.ok(), block.meter_start, absl::Now());
   } else if (block.meter == SendBlock::Meter::kCompressed) {
-    context.policy->CompressedSendDone(step.peer, spec_.memory, payload, status_.ok(), absl::Now());
+    context.policy->CompressedSendDone(step.peer, spec_.memory, payload, status_.ok(), block.meter_start, absl::Now());
   }
   block.meter = SendBlock::Meter::kNone;
   // The slot's stream is idle after a successful encode; after a failure ReleaseIdle waits. A
