@@ -49,12 +49,16 @@ on_path() {
 }
 
 # tagged TAGS LOG -- ARGS...: runs the bench with ARGS within the case timeout; its JSON lines,
-# TAGS in front, go to the summary.
+# TAGS in front, go to the summary. With AUTO_DECISIONS=1 (the default) it logs at debug level
+# and keeps auto's decisions with the rates behind them ("auto: blocks to peer ... now go ...")
+# in LOG.decisions, to see why auto chose what it did.
 tagged() {
   local tags=$1 log=$2
   shift 3
-  timeout -k 10 "$limit" "$BENCH" "$@" --json >"$log.jsonl" 2>"$log.err" ||
+  UCCLZIP_LOG_LEVEL=$([[ ${AUTO_DECISIONS:-1} == 1 ]] && echo debug || echo "${UCCLZIP_LOG_LEVEL:-error}") \
+    timeout -k 10 "$limit" "$BENCH" "$@" --json >"$log.jsonl" 2>"$log.err" ||
     echo "$(basename "$log"): failed (rc $?): $(tail -c 300 "$log.err")"
+  grep -h "auto:" "$log.err" >"$log.decisions" 2>/dev/null
   sed "s/^{/{$tags,/" "$log.jsonl" | grep '^{' >>"$summary"
 }
 
