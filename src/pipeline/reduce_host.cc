@@ -5,12 +5,12 @@
 namespace ucclzip::pipeline {
 namespace {
 
-// One loop per type and operator, so that the element function's switches fold away and the
-// compiler can vectorise: the per-element dispatch ran at 0.9 GB/s on bf16 (fp16 0.35), slow
-// enough that a 16 MB block's reduction held the pipeline thread, and with it every link's UCX
-// progress, for tens of milliseconds.
+// One loop per type and operator, with everything it calls inlined (flatten), so that the
+// element function's switches fold away and the compiler can vectorise: the per-element
+// dispatch ran at 0.9 GB/s on bf16 (fp16 0.35), slow enough that a 16 MB block's reduction
+// held the pipeline thread, and with it every link's UCX progress, for tens of milliseconds.
 template <DataType kType, ReduceOp kOp>
-void ReduceLoop(const uint8_t* received, const uint8_t* local, uint8_t* out, uint64_t count, uint32_t divisor) {
+[[gnu::flatten]] void ReduceLoop(const uint8_t* received, const uint8_t* local, uint8_t* out, uint64_t count, uint32_t divisor) {
   constexpr size_t kWidth = ElementSize(kType);
   if (divisor == 1) {
     for (uint64_t i = 0; i < count; ++i) {
