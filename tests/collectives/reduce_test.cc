@@ -40,6 +40,73 @@ uint32_t Narrow(DataType dtype, float value) {
   }
 }
 
+// The value of a minifloat's bit pattern from its fields, in double (exact): the oracle for the
+// branch-free widening; NaN where the type has one there.
+double MinifloatValue(uint32_t bits, int exp_bits, int man_bits, bool has_inf) {
+  const int bias = (1 << (exp_bits - 1)) - 1;
+  const uint32_t exp_mask = (1u << exp_bits) - 1, man_mask = (1u << man_bits) - 1;
+  const bool negative = (bits >> (exp_bits + man_bits)) & 1;
+  const uint32_t exponent = (bits >> man_bits) & exp_mask, mantissa = bits & man_mask;
+  double value;
+  if (exponent == exp_mask && (has_inf || mantissa == man_mask)) {
+    value = has_inf && mantissa == 0 ? INFINITY : NAN;
+  } else if (exponent == 0) {
+    value = std::ldexp(static_cast<double>(mantissa), 1 - bias - man_bits);
+  } else {
+    value = std::ldexp(static_cast<double>(mantissa | (1u << man_bits)), static_cast<int>(exponent) - bias - man_bits);
+  }
+  return negative ? -value : value;
+}
+
+// Every pattern of fp16 and both fp8s widens to its exact value (NaN to the quiet NaN with its
+// sign), and fp32 narrows as the test data generator rounds: on every 251st fp32 pattern, and on
+// each minifloat value, its neighbours one fp32 place away and the midpoints between values
+// (where rounding to even decides).
+template <int kExp, int kMan, bool kHasInf>
+void CheckConversions(DataType dtype) {
+  SCOPED_TRACE(DataTypeName(dtype));
+  std::vector<float> probes;
+  for (uint32_t bits = 0; bits < (1u << (1 + kExp + kMan)); ++bits) {
+    const float widened = reduce::MinifloatToFloat<kExp, kMan, kHasInf>(bits);
+    const double want = MinifloatValue(bits, kExp, kMan, kHasInf);
+    if (std::isnan(want)) {
+      const uint32_t sign = (bits >> (kExp + kMan)) << 31;
+      ASSERT_EQ(reduce::FloatToBits(widened), 0x7FC00000u | sign) << bits;
+      continue;
+    }
+    ASSERT_EQ(reduce::FloatToBits(widened), reduce::FloatToBits(static_cast<float>(want))) << bits;
+    probes.insert(probes.end(), {widened, std::nextafter(widened, INFINITY), std::nextafter(widened, -INFINITY)});
+    const float next = reduce::MinifloatToFloat<kExp, kMan, kHasInf>(bits + 1);
+    if (std::isfinite(next) && std::signbit(next) == std::signbit(widened)) {
+      probes.push_back(static_cast<float>((static_cast<double>(widened) + next) / 2));
+    }
+  }
+  for (uint64_t bits = 0; bits < (uint64_t{1} << 32); bits += 251) probes.push_back(reduce::BitsToFloat(static_cast<uint32_t>(bits)));
+  for (const float value : probes) {
+    const uint32_t got = reduce::FloatToMinifloat<kExp, kMan, kHasInf>(value);
+    if (std::isnan(value)) {
+      ASSERT_TRUE(std::isnan(reduce::MinifloatToFloat<kExp, kMan, kHasInf>(got))) << value;
+      ASSERT_EQ(got >> (kExp + kMan), 0u) << "NaN is positive";
+      continue;
+    }
+    const uint32_t want = Narrow(dtype, value);
+    // The generator rounds past the largest finite value into the patterns above it; overflow
+    // is infinity (e4m3 saturates, which the generator does too).
+    const auto widen = [](uint32_t fields) { return reduce::MinifloatToFloat<kExp, kMan, kHasInf>(fields); };
+    if (!std::isfinite(widen(want))) {
+      ASSERT_EQ(widen(got), std::copysign(INFINITY, value)) << std::hexfloat << value;
+      continue;
+    }
+    ASSERT_EQ(got, want) << std::hexfloat << value;
+  }
+}
+
+TEST(Reduce, MinifloatConversionsAreExactOnEveryPattern) {
+  CheckConversions<5, 10, true>(DataType::kFloat16);
+  CheckConversions<5, 2, true>(DataType::kFloat8E5M2);
+  CheckConversions<4, 3, false>(DataType::kFloat8E4M3);
+}
+
 TEST(Reduce, NarrowTypesRoundOnceToNearestEvenLikeTheGenerator) {
   for (DataType dtype : {DataType::kBFloat16, DataType::kFloat16, DataType::kFloat8E4M3, DataType::kFloat8E5M2}) {
     const size_t width = ElementSize(dtype);
