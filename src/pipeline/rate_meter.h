@@ -26,6 +26,13 @@ class RateMeter {
   void End(absl::Duration service, uint64_t bytes) {
     if (active_ == 0) return;
     --active_;
+    // The first item pays what happens once (endpoints wired up, memory registered or mapped
+    // for IPC, kernels loaded): it is no sample of throughput, and a rate that starts from it
+    // needs many samples to forget it.
+    if (!seen_first_) {
+      seen_first_ = true;
+      return;
+    }
     bytes_ += bytes;
     busy_ += service;
     // A sample every kSampleBytes, or at an idle moment once an eighth of that is done (fewer
@@ -44,6 +51,7 @@ class RateMeter {
 
  private:
   int active_ = 0;
+  bool seen_first_ = false;
   absl::Duration busy_ = absl::ZeroDuration();
   uint64_t bytes_ = 0;
   std::optional<double> rate_;

@@ -191,6 +191,23 @@ TEST(CompressionPolicy, AProbeIsChargedForItsOwnTurnOnTheLinkNotForTheQueueAhead
   EXPECT_LE(Compressed(codec_bound, 1, MemoryType::kDevice, 1000), 10);
 }
 
+// The first block on a path pays what happens once (endpoints wired up, memory mapped for
+// IPC): 50 ms for a block that then takes 0.1 ms. Were it a sample, one more plain block would
+// leave plain at 3 GB/s, below frames at 5 GB/s, and auto would compress on a 10 GB/s link.
+TEST(CompressionPolicy, TheFirstBlockOnAPathIsNoSample) {
+  CompressionPolicy policy(4096);
+  const MemoryType memory = MemoryType::kDevice;
+  policy.PlainSendStarted(1, memory, kBig);
+  const absl::Time start = clock;
+  clock += absl::Milliseconds(50);
+  policy.PlainSendDone(1, memory, kBig, true, start, clock);
+  EXPECT_FALSE(policy.plain_rate(1, memory).has_value());
+  Observe(policy, 1, memory, 10e9, 0, 1);
+  Observe(policy, 1, memory, 0, 5e9, 8);
+  EXPECT_NEAR(*policy.plain_rate(1, memory), 10e9, 1e8);
+  EXPECT_LE(Compressed(policy, 1, memory, 1000), 10);
+}
+
 TEST(CompressionPolicy, ProbesGetRarerAndAChangeOfSpeedIsNoticed) {
   CompressionPolicy policy(4096);
   Observe(policy, 1, kHost, 2.7e9, 0.3e9);
