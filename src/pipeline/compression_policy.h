@@ -57,8 +57,9 @@ class CompressionPolicy {
   // the link with fewer bytes, and, through the receiver's late receives, its decode). A block
   // is charged only from the moment the link to `peer` had finished the blocks before it
   // (the link takes blocks in order): a probe of one choice inside a pipeline of the other
-  // would otherwise be charged for the queue ahead of it, which held every probe back and
-  // kept the choice it probed against (H200, staged tcp, 256 MB: auto 0.72x of on). Every
+  // would otherwise be charged for the queue ahead of it, and so keep auto at the choice it
+  // probes against (the likeliest cause of H200 run s4-4's staged tcp, 256 MB: auto 0.72x of
+  // on). Each rate leaves out its first block (RateMeter). Every
   // Started has its Done; a failed block is done with ok = false. Blocks below
   // min_compress_bytes are not counted: their time is mostly latency, and kAuto never
   // compresses them.
