@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Summarises the block timelines that UCCLZIP_LOG_LEVEL=debug prints (operation_task.cc's
 TraceBlock) for the last operation of a name: per link, when each block's send started, when it
-landed at the receiver and when the send completed, from the operation's first event on."""
+landed at the receiver and when the send completed, from the operation's first event on. The
+name "sendrecv" takes the point-to-point calls ("send to peer N", "recv from peer N")."""
 import collections
 import datetime
 import re
@@ -11,11 +12,15 @@ LINE = re.compile(r"\[ucclzip D (\S+ \S+) pid \d+ [^\]]*\] rank (\d+): operation
                   r"step (\d+) block (\d+) (?:to|from) peer (\d+) (started|done|landed) at")
 
 
+def matches(operation, name):
+    return operation.startswith(("send to peer", "recv from peer")) if name == "sendrecv" else operation == name
+
+
 def main(path, name):
     events = []
     for line in open(path, errors="replace"):
         m = LINE.search(line)
-        if not m or m.group(4) != name:
+        if not m or not matches(m.group(4), name):
             continue
         when = datetime.datetime.strptime(m.group(1), "%Y-%m-%d %H:%M:%S.%f").timestamp()
         events.append((when, int(m.group(2)), int(m.group(3)), m.group(5), int(m.group(6)), int(m.group(7)),
@@ -23,18 +28,24 @@ def main(path, name):
     if not events:
         print(f"{path}: no block events of {name} (was UCCLZIP_LOG_LEVEL=debug set?)")
         return
-    # The last of the largest operations of that name (the bench's own small exchanges of its
-    # timings are allgathers too); operation numbers are the same on every rank.
-    blocks = collections.Counter(e[2] for e in events)
-    largest = max(blocks.values())
-    last = max(n for n, count in blocks.items() if count == largest)
-    events = [e for e in events if e[2] == last]
+    # Each rank's last of its largest operations of that name (the bench's own small exchanges
+    # of its timings are allgathers too, a one-way send's acknowledgement a send); a collective
+    # has the same number on every rank, a send and its receive need not.
+    blocks = collections.defaultdict(collections.Counter)
+    for e in events:
+        blocks[e[1]][e[2]] += 1
+    chosen = {}
+    for rank, counts in blocks.items():
+        largest = max(counts.values())
+        chosen[rank] = max(n for n, count in counts.items() if count == largest)
+    events = [e for e in events if e[2] == chosen[e[1]]]
+    last = ", ".join(f"rank {r}: {n}" for r, n in sorted(chosen.items()))
     t0 = min(e[0] for e in events)
     links = collections.defaultdict(list)
     for when, rank, _, direction, step, block, peer, what in events:
         src, dst = (rank, peer) if direction == "send" else (peer, rank)
         links[(src, dst)].append((when - t0, direction, step, block, what))
-    print(f"{path}: {name} (operation {last}), times in ms from its first event")
+    print(f"{path}: {name} (operations {last}), times in ms from its first event")
     for (src, dst), items in sorted(links.items()):
         start = {(s, b): t for t, d, s, b, w in items if d == "send" and w == "started"}
         done = {(s, b): t for t, d, s, b, w in items if d == "send" and w == "done"}

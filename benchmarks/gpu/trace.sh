@@ -5,12 +5,16 @@
 # host and device memory, 256 MB per rank, one warm-up and two timed iterations. The logs go to
 # $OUT/trace-*.log; benchmarks/trace_summary.py reads them and prints each link's idle time and
 # blocks in flight.
-#   BUILD   build folder (default: build)
+# Then one-way device send/recv of 256 MB, uncompressed, staged (UCX 1.13) and, where
+# scripts/gpu-run built against the CUDA-enabled UCX, GPU-direct (cuda_ipc), over tcp and shm:
+# where a direct block's time goes against ucx_perftest's one message.
+#   BUILD   build folder (default: build)     TRACE_MEMORY  memories of the collectives (default: host device)
+#   CU13_BUILD, CU13_UCX  as scripts/gpu-run sets them (the direct path's build and UCX)
 set -uo pipefail
 bench="${BUILD:-build}/benchmarks/ucclzip-bench"
 OUT=${OUT:?set OUT to the folder for the logs}
 mkdir -p "$OUT"
-for memory in host device; do
+for memory in ${TRACE_MEMORY:-host device}; do
   # OP:RANKS[:in_place]; the root's broadcast in place makes no local copy of its 256 MB.
   for run in broadcast:4 broadcast:4:in_place broadcast:2 allgather:4 allreduce:4; do
     IFS=: read -r op ranks placement <<<"$run"
@@ -26,3 +30,23 @@ for memory in host device; do
     grep "^link" "$OUT/$name.txt"
   done
 done
+
+# trace_sendrecv NAME TLS BENCH [ENV...]: one-way 256 MB device send/recv under BENCH.
+trace_sendrecv() {
+  local label=$1 tls=$2 bench_path=$3
+  local name=trace-sendrecv-$label
+  shift 3
+  env "$@" UCCLZIP_LOG_LEVEL=debug timeout -k 10 120 "$bench_path" sendrecv --ranks 2 --memory device --tls "$tls" \
+    --compress off --pattern oneway --min_bytes 256M --max_bytes 256M --iters 2 --warmup 1 --latency_iters 0 \
+    >"$OUT/$name.out" 2>"$OUT/$name.log" || echo "sendrecv $label failed: $(tail -c 300 "$OUT/$name.log")"
+  python3 "$(dirname "$0")/../trace_summary.py" "$OUT/$name.log" sendrecv >"$OUT/$name.txt"
+  echo "sendrecv one way, $label: $(grep -v '^#' "$OUT/$name.out" | grep -v '^$' | tail -1)"
+  grep "^link" "$OUT/$name.txt"
+}
+trace_sendrecv staged-tcp tcp "$bench"
+trace_sendrecv staged-shm posix,sysv "$bench"
+if [[ -n ${CU13_BUILD:-} && -d ${CU13_UCX:-/nonexistent}/lib ]]; then
+  cu13_env=(LD_LIBRARY_PATH="$CU13_UCX/lib:${LD_LIBRARY_PATH:-}" UCX_MODULE_DIR="$CU13_UCX/lib/ucx")
+  trace_sendrecv direct-tcp tcp,cuda_copy,cuda_ipc "$CU13_BUILD/benchmarks/ucclzip-bench" "${cu13_env[@]}"
+  trace_sendrecv direct-shm posix,sysv,cuda_copy,cuda_ipc "$CU13_BUILD/benchmarks/ucclzip-bench" "${cu13_env[@]}"
+fi
