@@ -246,6 +246,20 @@ absl::Status Transport::FirstPeerFailure() {
   return first_peer_failure_;
 }
 
+void Transport::SetPeerFailureListener(PeerFailureListener listener) {
+  absl::MutexLock lock(&mutex_);
+  peer_failure_listener_ = std::move(listener);
+}
+
+void Transport::ReportPeerFailure(int peer, const absl::Status& why) {
+  if (peer < 0 || peer >= size_ || peer == rank_ || why.ok()) return;
+  {
+    absl::MutexLock lock(&mutex_);
+    reported_failures_.emplace_back(peer, why);
+  }
+  Wake();
+}
+
 void Transport::Abort(const absl::Status& why) {
   {
     absl::MutexLock lock(&mutex_);
