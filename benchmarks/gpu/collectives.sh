@@ -8,6 +8,8 @@
 #   RANKS   ranks (default 4)                 CASE_TIMEOUT  seconds per case (default 300)
 #   COLLECTIVES  operations to run (default: all four)
 #   PERFTEST_PAIRS  how many ucx_perftest pairs run at once, each count a run (default: "1 RANKS-1 RANKS")
+#   LANES   transport lane counts to compare, e.g. "1 2": the uncompressed collectives run once more
+#           per count with UCCLZIP_TRANSPORT_LANES set, rows tagged "lanes":N (default: none)
 set -uo pipefail
 bench="${BUILD:-build}/benchmarks/ucclzip-bench"
 OUT=${OUT:?set OUT to the folder for the logs}
@@ -20,14 +22,29 @@ summary="$OUT/collectives-summary.jsonl"
 : >"$summary"
 source "$(dirname "$0")/perftest.bash"
 
-# run OP RANKS SIZE TLSNAME: one nccl-tests-style run, its JSON lines tagged and appended.
+# run OP RANKS SIZE TLSNAME [LANES]: one nccl-tests-style run, its JSON lines tagged and appended;
+# with LANES, uncompressed only, over that many transport lanes.
 run() {
-  local op=$1 n=$2 size=$3 name=$4
-  local log="$OUT/$op-$n-$name"
-  timeout -k 10 "$limit" "$bench" "$op" --ranks "$n" --memory device --tls "${transports[$name]}" \
-    --compress off,on,auto -b "$size" -e "$size" -n "$iters" -w 2 -c 1 -r 0 --dist gaussian:0.02 --json \
-    >"$log.jsonl" 2>"$log.err" || echo "$op $n ranks $name: failed (rc $?): $(tail -c 300 "$log.err")"
-  sed "s/^{/{\"tls_name\":\"$name\",/" "$log.jsonl" >>"$summary"
+  local op=$1 n=$2 size=$3 name=$4 lanes=${5:-}
+  local log="$OUT/$op-$n-$name${lanes:+-lanes$lanes}" modes=off,on,auto tag="\"tls_name\":\"$name\","
+  [[ -n $lanes ]] && modes=off tag+="\"lanes\":$lanes,"
+  ${lanes:+env UCCLZIP_TRANSPORT_LANES=$lanes} timeout -k 10 "$limit" "$bench" "$op" --ranks "$n" --memory device \
+    --tls "${transports[$name]}" --compress "$modes" -b "$size" -e "$size" -n "$iters" -w 2 -c 1 -r 0 \
+    --dist gaussian:0.02 --json >"$log.jsonl" 2>"$log.err" ||
+    echo "$op $n ranks $name${lanes:+ $lanes lanes}: failed (rc $?): $(tail -c 300 "$log.err")"
+  sed "s/^{/{$tag/" "$log.jsonl" >>"$summary"
+}
+
+# run_collectives TLSNAME [LANES]: every operation at RANKS, broadcast also at 2.
+run_collectives() {
+  local op size
+  for op in ${COLLECTIVES:-allreduce allgather reducescatter broadcast}; do
+    # 256 MB per rank: nccl-tests' size is the whole gathered buffer for allgather.
+    size=256M
+    [[ $op == allgather ]] && size=$((256 * ranks))M
+    run "$op" "$ranks" "$size" "$1" "${2:-}"
+    [[ $op == broadcast ]] && run broadcast 2 256M "$1" "${2:-}"
+  done
 }
 
 { echo "nproc $(nproc); cgroup cpu.max $(cat /sys/fs/cgroup/cpu.max 2>/dev/null || echo none)"; lscpu | grep -E "Model name|^CPU\(s\)|NUMA node\(s\)"; } \
@@ -44,18 +61,15 @@ for name in tcp shm; do
   timeout -k 10 "$limit" "$bench" sendrecv --ranks "$ranks" --memory device --tls "${transports[$name]}" --compress off \
     --pattern shift --min_bytes 256M --max_bytes 256M --iters "$iters" --warmup 2 --latency_iters 0 --json \
     2>"$OUT/shift-$name.err" | sed "s/^{/{\"tls_name\":\"$name\",/" | grep '^{' >>"$summary"
-  for op in ${COLLECTIVES:-allreduce allgather reducescatter broadcast}; do
-    # 256 MB per rank: nccl-tests' size is the whole gathered buffer for allgather.
-    size=256M
-    [[ $op == allgather ]] && size=$((256 * ranks))M
-    run "$op" "$ranks" "$size" "$name"
-    [[ $op == broadcast ]] && run broadcast 2 256M "$name"
-  done
+  run_collectives "$name"
+  for lanes in ${LANES:-}; do run_collectives "$name" "$lanes"; done
 done
 
 python3 - "$summary" "$ranks" <<'PY'
 import json, sys
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+all_rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+rows = [r for r in all_rows if "lanes" not in r]
+lane_rows = [r for r in all_rows if "lanes" in r]
 ranks = int(sys.argv[2])
 perf = {(r["tls_name"], r["pairs"]): r["busbw_GBps"] for r in rows if r["bench"] == "ucx_perftest"}
 print(f"{'op':13} {'ranks':>5} {'tls':4} {'mode':5} {'time(ms)':>9} {'busbw':>8} {'ratio':>6} {'vs off':>7} {'#wrong':>6}")
@@ -81,4 +95,22 @@ for name in sorted({n for n, _ in perf}):
     b = {r["ranks"]: r["time_us"] for r in rows if r["bench"] == "broadcast" and r["tls_name"] == name and r["compress"] == "on"}
     if ranks in b and 2 in b:
         print(f"broadcast over {name}, compressed: {ranks - 1} receivers take {b[ranks] / b[2]:.2f}x the time of one")
+# Uncompressed, per transport lane count (LANES), against the first count of the run.
+for r in lane_rows:
+    same = [x for x in lane_rows if x["bench"] == r["bench"] and x["ranks"] == r["ranks"] and x["tls_name"] == r["tls_name"]]
+    first = same[0]
+    print(f"lanes {r['lanes']}: {r['bench']:13} {r['ranks']:5} {r['tls_name']:4} off {r['time_us'] / 1e3:9.1f} ms "
+          f"{r['busbw_GBps']:8.3f} GB/s, {first['time_us'] / r['time_us']:.2f}x lanes {first['lanes']}, {r['wrong']} wrong")
+for lanes in sorted({r["lanes"] for r in lane_rows}):
+    for name in sorted({n for n, _ in perf}):
+        off = [r for r in lane_rows if r["lanes"] == lanes and r["bench"] == "allreduce" and r["tls_name"] == name]
+        bw = perf.get((name, ranks))
+        if off and bw:
+            print(f"lanes {lanes}: uncompressed allreduce busbw over {name} is {100 * off[0]['busbw_GBps'] / bw:.0f} % "
+                  f"of ucx_perftest with {ranks} pairs at once")
+        b = {r["ranks"]: r["time_us"] for r in lane_rows
+             if r["lanes"] == lanes and r["bench"] == "broadcast" and r["tls_name"] == name}
+        if ranks in b and 2 in b:
+            print(f"lanes {lanes}: broadcast over {name}, uncompressed: {ranks - 1} receivers take "
+                  f"{b[ranks] / b[2]:.2f}x the time of one")
 PY

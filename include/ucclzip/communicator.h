@@ -63,6 +63,12 @@ struct CommunicatorOptions {
   // Pinned host memory for staging device buffers when UCX cannot take them (allocated once,
   // on first use, half for sends and half for receives); at least one block per direction.
   size_t staging_pool_bytes = size_t{64} << 20;
+  // Independent UCX transports ("lanes": each its own UCX context, worker, endpoints, progress
+  // thread and staging pool) per communicator, 1 to 8. Rank r sends on lane r % N and receives
+  // from peer p on lane p % N, so that with 2 a ring or chain neighbour's incoming and outgoing
+  // bytes are moved by different threads (docs/TRANSPORT.md, "Lanes"). Every rank must use the
+  // same. Costs N times the staging memory.
+  int transport_lanes = 1;
   // UCX transports (UCX_TLS syntax: "tcp", "posix,sysv", "rc,cuda_copy", ...); empty keeps
   // UCX's choice, which honours UCX_TLS.
   std::string ucx_transports;

@@ -1,4 +1,4 @@
-// The Communicator: the bootstrap, the transport on top of it, and the pipeline engine that
+// The Communicator: the bootstrap, the transport lanes on top of it, and the pipeline engine that
 // runs every operation. It lives in the pipeline layer because it joins all of them; the
 // operations themselves (Send, Recv and the collectives) build their schedules in
 // src/collectives and come here through Submit.
@@ -15,13 +15,14 @@
 namespace ucclzip {
 namespace {
 
-std::string OptionsSummary(const transport::Transport& transport) {
-  const transport::TransportOptions& o = transport.options();
+std::string OptionsSummary(const pipeline::TransportLanes& lanes) {
+  const transport::TransportOptions& o = lanes.options();
   const char* compression = o.compression == CompressionMode::kAuto ? "auto"
                             : o.compression == CompressionMode::kOn ? "on"
                                                                      : "off";
   return absl::StrCat("UCX transports ", o.ucx_transports.empty() ? "UCX's choice" : o.ucx_transports, ", device memory ",
-                      transport.device_memory_direct() ? "direct" : "staged", ", compression ", compression,
+                      lanes.device_memory_direct() ? "direct" : "staged", ", transport lanes ", o.transport_lanes,
+                      ", compression ", compression,
                       ", pipeline blocks ", o.pipeline_block_bytes, " B, transport blocks ", o.block_bytes,
                       " B, op timeout ", absl::FormatDuration(o.op_timeout));
 }
@@ -35,7 +36,7 @@ std::string StatsSummary(const CommunicatorStats& s) {
 
 struct Communicator::Impl {
   std::unique_ptr<transport::Bootstrap> bootstrap;
-  std::unique_ptr<transport::Transport> transport;
+  std::unique_ptr<pipeline::TransportLanes> lanes;
   std::unique_ptr<pipeline::Engine> engine;
   // Open groups: the calls each thread queued since its GroupStart.
   absl::Mutex group_mutex;
@@ -59,22 +60,22 @@ absl::StatusOr<std::unique_ptr<Communicator>> Communicator::Create(const Communi
 Communicator::~Communicator() {
   // The barrier makes sure every rank has finished with the others (every completed send
   // delivered) before the endpoints are closed; if a peer is gone it fails fast or times out.
-  if (absl::Status s = impl_->bootstrap->Barrier(absl::Now() + impl_->transport->options().shutdown_timeout); !s.ok()) {
+  if (absl::Status s = impl_->bootstrap->Barrier(absl::Now() + impl_->lanes->options().shutdown_timeout); !s.ok()) {
     UCCLZIP_LOG(kWarning) << "rank " << rank() << ": closing without the other ranks: " << s;
   }
   UCCLZIP_LOG(kInfo) << "rank " << rank() << ": communicator destroyed; " << StatsSummary(stats());
-  impl_->transport->Shutdown();
-  // After the transport: every request the engine's tasks wait on has completed by now.
+  impl_->lanes->Shutdown();
+  // After the transports: every request the engine's tasks wait on has completed by now.
   impl_->engine.reset();
 }
 
-const CommunicatorOptions& Communicator::options() const { return impl_->transport->options(); }
-int Communicator::rank() const { return impl_->transport->rank(); }
-int Communicator::size() const { return impl_->transport->size(); }
-bool Communicator::device_memory_direct() const { return impl_->transport->device_memory_direct(); }
+const CommunicatorOptions& Communicator::options() const { return impl_->lanes->options(); }
+int Communicator::rank() const { return impl_->lanes->rank(); }
+int Communicator::size() const { return impl_->lanes->size(); }
+bool Communicator::device_memory_direct() const { return impl_->lanes->device_memory_direct(); }
 
 void Communicator::Abort() {
-  impl_->transport->Abort(absl::AbortedError(absl::StrCat("rank ", rank(), " called Abort")));
+  impl_->lanes->Abort(absl::AbortedError(absl::StrCat("rank ", rank(), " called Abort")));
 }
 
 Operation Communicator::Failed(const absl::Status& status) {
@@ -140,7 +141,13 @@ absl::Status Operation::Wait(absl::Duration timeout) const {
 namespace internal {
 
 transport::Transport& CommunicatorAccess::TransportOf(Communicator& communicator) {
-  return *communicator.impl_->transport;
+  return *communicator.impl_->lanes->All()[0];
+}
+
+std::vector<transport::Transport*> CommunicatorAccess::LanesOf(Communicator& communicator) {
+  std::vector<transport::Transport*> lanes;
+  for (const auto& lane : communicator.impl_->lanes->All()) lanes.push_back(lane.get());
+  return lanes;
 }
 
 transport::Bootstrap& CommunicatorAccess::BootstrapOf(Communicator& communicator) {
@@ -153,18 +160,19 @@ absl::StatusOr<std::unique_ptr<Communicator>> CommunicatorAccess::Create(const B
   absl::StatusOr<std::unique_ptr<transport::Bootstrap>> joined = transport::Bootstrap::Create(bootstrap);
   if (!joined.ok()) return joined.status();
   impl->bootstrap = std::move(*joined);
-  absl::StatusOr<std::unique_ptr<transport::Transport>> created = transport::Transport::Create(*impl->bootstrap, options);
+  absl::StatusOr<std::unique_ptr<pipeline::TransportLanes>> created =
+      pipeline::TransportLanes::Create(*impl->bootstrap, options);
   if (!created.ok()) return created.status();
-  impl->transport = std::move(*created);
+  impl->lanes = std::move(*created);
   absl::StatusOr<std::unique_ptr<HostCodecThreads>> cpu_codec_threads = HostCodecThreads::Create(options.cpu_codec_threads);
   if (!cpu_codec_threads.ok()) {
     return absl::Status(cpu_codec_threads.status().code(),
-                        absl::StrCat("rank ", impl->transport->rank(), ": ", cpu_codec_threads.status().message()));
+                        absl::StrCat("rank ", impl->lanes->rank(), ": ", cpu_codec_threads.status().message()));
   }
   const int codec_threads = (*cpu_codec_threads)->threads();
-  impl->engine = std::make_unique<pipeline::Engine>(*impl->transport, options, std::move(*cpu_codec_threads));
+  impl->engine = std::make_unique<pipeline::Engine>(*impl->lanes, options, std::move(*cpu_codec_threads));
   UCCLZIP_LOG(kInfo) << "rank " << bootstrap.rank << " of " << bootstrap.world_size << ": communicator ready: "
-                     << OptionsSummary(*impl->transport) << ", CPU codec threads " << codec_threads;
+                     << OptionsSummary(*impl->lanes) << ", CPU codec threads " << codec_threads;
   return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));
 }
 

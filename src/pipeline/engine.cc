@@ -48,17 +48,17 @@ bool Uses(const Schedule& schedule, BufferRole role) {
 
 }  // namespace
 
-Engine::Engine(transport::Transport& transport, const CommunicatorOptions& options,
+Engine::Engine(TransportLanes& lanes, const CommunicatorOptions& options,
                std::unique_ptr<HostCodecThreads> cpu_codec_threads)
-    : transport_(transport),
+    : lanes_(lanes),
       options_(options),
-      rank_(transport.rank()),
-      next_send_sequence_(transport.size()),
-      next_recv_sequence_(transport.size()),
-      recv_out_of_step_(transport.size()),
+      rank_(lanes.rank()),
+      next_send_sequence_(lanes.size()),
+      next_recv_sequence_(lanes.size()),
+      recv_out_of_step_(lanes.size()),
       cpu_codec_threads_(std::move(cpu_codec_threads)),
       policy_(options.min_compress_bytes),
-      send_window_(transport.size(),
+      send_window_(lanes.size(),
                    uint64_t(std::max(options.device_slots, 1)) * std::max<uint64_t>(options.pipeline_block_bytes, 1)) {
   thread_ = std::thread([this] { Loop(); });
   pthread_setname_np(thread_.native_handle(), "ucclzip-engine");
@@ -96,13 +96,13 @@ absl::Status Engine::EnsureDevice(int device) {
   // communicator queues any stream wait: a page-locked allocation or a lazy kernel load may
   // wait for the device to idle, and a stream wait only ends when the pipeline has finished,
   // which could then never happen.
-  if (absl::Status s = transport_.PrepareDeviceStaging(device); !s.ok()) return s;
+  if (absl::Status s = lanes_.PrepareDeviceStaging(device); !s.ok()) return s;
   if (absl::Status s = PreloadReduceKernel(); !s.ok()) return s;
   absl::StatusOr<std::unique_ptr<StreamFlags>> flags = StreamFlags::Create();
   if (!flags.ok()) return flags.status();
   const uint64_t block_bytes = std::max<uint64_t>(options_.pipeline_block_bytes, 1);
-  std::vector<std::unique_ptr<DeviceSlotPool>> send(transport_.size()), recv(transport_.size());
-  for (int peer = 0; peer < transport_.size(); ++peer) {
+  std::vector<std::unique_ptr<DeviceSlotPool>> send(lanes_.size()), recv(lanes_.size());
+  for (int peer = 0; peer < lanes_.size(); ++peer) {
     if (peer == rank_) continue;
     absl::StatusOr<std::unique_ptr<DeviceSlotPool>> s = DeviceSlotPool::Create(options_.device_slots, block_bytes, false);
     if (!s.ok()) return s.status();
@@ -131,12 +131,12 @@ absl::StatusOr<OperationSpec> Engine::Prepare(Call call) {
   auto invalid = [&](auto... why) { return absl::InvalidArgumentError(absl::StrCat(name, "): ", why...)); };
   if (!IsValidDataType(static_cast<uint8_t>(call.dtype))) return invalid("invalid dtype ", static_cast<int>(call.dtype));
   const Schedule& schedule = call.schedule;
-  auto check_peer = [&](int peer) { return peer >= 0 && peer < transport_.size() && peer != rank_; };
+  auto check_peer = [&](int peer) { return peer >= 0 && peer < lanes_.size() && peer != rank_; };
   for (const SendStep& step : schedule.sends) {
-    if (!check_peer(step.peer)) return invalid("peer ", step.peer, " must be another rank of ", transport_.size());
+    if (!check_peer(step.peer)) return invalid("peer ", step.peer, " must be another rank of ", lanes_.size());
   }
   for (const RecvStep& step : schedule.recvs) {
-    if (!check_peer(step.peer)) return invalid("peer ", step.peer, " must be another rank of ", transport_.size());
+    if (!check_peer(step.peer)) return invalid("peer ", step.peer, " must be another rank of ", lanes_.size());
   }
   const bool needs_input = Uses(schedule, BufferRole::kInput), needs_output = Uses(schedule, BufferRole::kOutput);
   if ((needs_input && call.input == nullptr) || (needs_output && call.output == nullptr)) return invalid("null buffer");
@@ -202,7 +202,7 @@ void Engine::Submit(std::vector<OperationSpec> specs) {
   std::vector<std::unique_ptr<OperationTask>> tasks;
   // The callers' streams wait only now, after every call of the group has recorded its position.
   for (OperationSpec& spec : specs) {
-    auto task = std::make_unique<OperationTask>(std::move(spec), transport_.size());
+    auto task = std::make_unique<OperationTask>(std::move(spec), lanes_.size());
     task->set_rank(rank_);
     if (task->spec().input_ready != nullptr && options_.hold_caller_stream) {
       absl::StatusOr<StreamFlags::Ticket> ticket = flags_->EnqueueWait(task->spec().stream);
@@ -217,8 +217,8 @@ void Engine::Submit(std::vector<OperationSpec> specs) {
   }
   absl::MutexLock lock(&mutex_);
   for (auto& task : tasks) {
-    std::vector<uint32_t> send(transport_.size()), recv(transport_.size());
-    for (int peer = 0; peer < transport_.size(); ++peer) {
+    std::vector<uint32_t> send(lanes_.size()), recv(lanes_.size());
+    for (int peer = 0; peer < lanes_.size(); ++peer) {
       send[peer] = next_send_sequence_[peer];
       recv[peer] = next_recv_sequence_[peer];
       next_send_sequence_[peer] = (next_send_sequence_[peer] + task->SendBlocksTo(peer)) & transport::kMaxSequence;
@@ -250,7 +250,7 @@ void Engine::Report(OperationTask& task) {
 
 void Engine::Loop() {
   TaskContext context;
-  context.transport = &transport_;
+  context.lanes = &lanes_;
   context.policy = &policy_;
   context.send_window = &send_window_;
   context.stats = &stats_;
@@ -284,10 +284,10 @@ void Engine::Loop() {
       poll_gpu = false;
       const absl::Time now = absl::Now();
       // A collective needs every rank: once any peer has failed, none can complete.
-      const absl::Status peer_failure = transport_.FirstPeerFailure();
+      const absl::Status peer_failure = lanes_.FirstPeerFailure();
       // Per peer, whether the tasks so far have started all their sends to it and posted all
       // their receives from it: the next task may then go on with that link.
-      std::vector<bool> sends_open(transport_.size(), true), recvs_open(transport_.size(), true);
+      std::vector<bool> sends_open(lanes_.size(), true), recvs_open(lanes_.size(), true);
       context.sends_open = &sends_open;
       context.recvs_open = &recvs_open;
       for (auto it = active_.begin(); it != active_.end();) {
@@ -298,7 +298,7 @@ void Engine::Loop() {
           task.Fail(absl::DeadlineExceededError("the operation's timeout passed"));
         }
         moved |= task.Advance(context);
-        for (int peer = 0; peer < transport_.size(); ++peer) {
+        for (int peer = 0; peer < lanes_.size(); ++peer) {
           sends_open[peer] = sends_open[peer] && task.sends_started_to(peer);
           recvs_open[peer] = recvs_open[peer] && task.recvs_posted_from(peer);
         }

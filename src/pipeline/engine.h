@@ -22,7 +22,7 @@
 #include "pipeline/device_slots.h"
 #include "pipeline/operation_task.h"
 #include "pipeline/stream_flags.h"
-#include "transport/transport.h"
+#include "pipeline/transport_lanes.h"
 
 namespace ucclzip::pipeline {
 
@@ -41,9 +41,8 @@ struct Call {
 class Engine {
  public:
   // `cpu_codec_threads` code host buffers' blocks (the engine thread takes part).
-  Engine(transport::Transport& transport, const CommunicatorOptions& options,
-         std::unique_ptr<HostCodecThreads> cpu_codec_threads);
-  // Fails what is still pending and stops the thread; call after the transport has shut down,
+  Engine(TransportLanes& lanes, const CommunicatorOptions& options, std::unique_ptr<HostCodecThreads> cpu_codec_threads);
+  // Fails what is still pending and stops the thread; call after the transports have shut down,
   // so that every transport request has completed.
   ~Engine();
   Engine(const Engine&) = delete;
@@ -63,7 +62,7 @@ class Engine {
   void Report(OperationTask& task);
   void Wake();
 
-  transport::Transport& transport_;
+  TransportLanes& lanes_;
   const CommunicatorOptions options_;
   const int rank_;
 

@@ -28,7 +28,7 @@
 #include "pipeline/schedule.h"
 #include "pipeline/send_window.h"
 #include "pipeline/stream_flags.h"
-#include "transport/transport.h"
+#include "pipeline/transport_lanes.h"
 #include "ucclzip/codec.h"
 #include "ucclzip/communicator.h"
 
@@ -60,7 +60,7 @@ struct OperationSpec {
 
 // What tasks use of the engine; pipeline thread only.
 struct TaskContext {
-  transport::Transport* transport = nullptr;
+  TransportLanes* lanes = nullptr;  // sends and receives each go on their link's lane
   CompressionPolicy* policy = nullptr;
   // Per peer, null until the first device operation (and for this rank itself): each peer has
   // its own slots, so that one peer's blocks can never hold the slots another peer needs.

@@ -34,7 +34,7 @@ uint8_t* OperationTask::Destination(const RecvStep& step, uint32_t block) const 
 void OperationTask::PostRecv(TaskContext& context, RecvBlock& block, void* data, uint64_t bytes, MemoryType memory,
                              PartStream stream, std::shared_ptr<transport::Request>* keep) {
   const int peer = spec_.schedule.recvs[block.step].peer;
-  block.requests.push_back(context.transport->Recv(
+  block.requests.push_back(context.lanes->ForRecv(peer).Recv(
       peer, data, bytes, memory, Tag(first_recv_sequence_[peer], block.link_position, stream), context.wake));
   context.stats->wire_bytes_received += bytes;
   if (keep != nullptr) *keep = block.requests.back();

@@ -94,8 +94,8 @@ void OperationTask::PostSend(TaskContext& context, SendBlock& block, const void*
                              PartStream stream) {
   const int peer = spec_.schedule.sends[block.step].peer;
   block.requests.push_back(
-      context.transport->Send(peer, data, bytes, memory, Tag(first_send_sequence_[peer], block.link_position, stream),
-                              context.wake));
+      context.lanes->ForSend().Send(peer, data, bytes, memory,
+                                    Tag(first_send_sequence_[peer], block.link_position, stream), context.wake));
   context.stats->wire_bytes_sent += bytes;
 }
 

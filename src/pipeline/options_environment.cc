@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "logging/logging.h"
+#include "pipeline/transport_lanes.h"
 
 namespace ucclzip::pipeline {
 namespace {
@@ -50,10 +51,12 @@ absl::StatusOr<absl::Duration> ParseTime(absl::string_view text, bool zero_allow
   return duration;
 }
 
-absl::StatusOr<int> ParseCount(absl::string_view text, int min) {
+absl::StatusOr<int> ParseCount(absl::string_view text, int min, int max = std::numeric_limits<int>::max()) {
   int value = 0;
-  if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(text), &value) || value < min) {
-    return absl::InvalidArgumentError(absl::StrCat("expected a whole number of at least ", min));
+  if (!absl::SimpleAtoi(absl::StripAsciiWhitespace(text), &value) || value < min || value > max) {
+    return absl::InvalidArgumentError(max == std::numeric_limits<int>::max()
+                                          ? absl::StrCat("expected a whole number of at least ", min)
+                                          : absl::StrCat("expected a whole number from ", min, " to ", max));
   }
   return value;
 }
@@ -107,6 +110,8 @@ absl::StatusOr<CommunicatorOptions> WithEnvironmentDefaults(const CommunicatorOp
             [](absl::string_view v) { return ParseBytes(v, 1); }, options),
       Apply(rank, "UCCLZIP_DEVICE_SLOTS", &O::device_slots, [](absl::string_view v) { return ParseCount(v, 1); },
             options),
+      Apply(rank, "UCCLZIP_TRANSPORT_LANES", &O::transport_lanes,
+            [](absl::string_view v) { return ParseCount(v, 1, TransportLanes::kMaxLanes); }, options),
       Apply(rank, "UCCLZIP_CPU_CODEC_THREADS", &O::cpu_codec_threads, [](absl::string_view v) { return ParseCount(v, 0); },
             options),
       Apply(rank, "UCCLZIP_WAIT_SPIN", &O::wait_spin,

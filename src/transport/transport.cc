@@ -66,9 +66,12 @@ absl::StatusOr<std::unique_ptr<Transport>> Transport::Create(Bootstrap& bootstra
   absl::StatusOr<std::unique_ptr<UcxContext>> context = UcxContext::Create(options.ucx_transports, rank);
   if (!context.ok()) return context.status();
 
-  // Everyone takes rank 0's communicator id and checks that the block sizes agree.
+  // Everyone takes rank 0's communicator id and checks that the block sizes and lane counts agree.
   WireWriter mine;
-  mine.U8(RandomCommunicatorId()).U64(options.block_bytes).String((*context)->address());
+  mine.U8(RandomCommunicatorId())
+      .U64(options.block_bytes)
+      .U32(static_cast<uint32_t>(options.transport_lanes))
+      .String((*context)->address());
   absl::StatusOr<std::vector<std::string>> all = bootstrap.AllGather(mine.bytes(), absl::Now() + options.op_timeout);
   if (!all.ok()) return WithContext(all.status(), absl::StrCat("rank ", rank, ": exchanging UCX worker addresses"));
   std::vector<std::string> addresses(all->size());
@@ -77,13 +80,20 @@ absl::StatusOr<std::unique_ptr<Transport>> Transport::Create(Bootstrap& bootstra
     WireReader reader((*all)[r]);
     uint8_t id = 0;
     uint64_t block_bytes = 0;
-    if (!reader.U8(&id) || !reader.U64(&block_bytes) || !reader.String(&addresses[r], (*all)[r].size())) {
+    uint32_t lanes = 0;
+    if (!reader.U8(&id) || !reader.U64(&block_bytes) || !reader.U32(&lanes) ||
+        !reader.String(&addresses[r], (*all)[r].size())) {
       return absl::DataLossError(absl::StrCat("rank ", rank, ": malformed transport record from rank ", r));
     }
     if (r == 0) communicator_id = id;
     if (block_bytes != options.block_bytes) {
       return absl::InvalidArgumentError(absl::StrCat("rank ", rank, ": block size ", options.block_bytes,
                                                      " differs from rank ", r, "'s ", block_bytes,
+                                                     "; every rank must use the same"));
+    }
+    if (lanes != static_cast<uint32_t>(options.transport_lanes)) {
+      return absl::InvalidArgumentError(absl::StrCat("rank ", rank, ": transport_lanes ", options.transport_lanes,
+                                                     " differs from rank ", r, "'s ", lanes,
                                                      "; every rank must use the same"));
     }
   }
@@ -244,6 +254,20 @@ absl::Status Transport::FirstPeerFailure() {
   if (!any_peer_failed_.load(std::memory_order_acquire)) return absl::OkStatus();
   absl::MutexLock lock(&mutex_);
   return first_peer_failure_;
+}
+
+void Transport::SetPeerFailureListener(PeerFailureListener listener) {
+  absl::MutexLock lock(&mutex_);
+  peer_failure_listener_ = std::move(listener);
+}
+
+void Transport::ReportPeerFailure(int peer, const absl::Status& why) {
+  if (peer < 0 || peer >= size_ || peer == rank_ || why.ok()) return;
+  {
+    absl::MutexLock lock(&mutex_);
+    reported_failures_.emplace_back(peer, why);
+  }
+  Wake();
 }
 
 void Transport::Abort(const absl::Status& why) {

@@ -1,4 +1,5 @@
-// Point-to-point messages over UCX's tag API for one communicator: one UCP context and worker,
+// Point-to-point messages over UCX's tag API for one communicator (or one of its transport lanes,
+// which the pipeline layer creates over the same bootstrap): one UCP context and worker,
 // an endpoint to every peer, and one progress thread that alone touches them. User threads
 // only post operations (Send/Recv return at once) and test or wait on the returned requests.
 //
@@ -20,10 +21,12 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <list>
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -82,6 +85,20 @@ class Transport {
   // Fails every pending and future operation with `why` and force-closes every endpoint, so
   // that peers see the failure too. Safe from any thread.
   void Abort(const absl::Status& why);
+
+  // Called on the progress thread, once per peer, when this transport first considers `peer`
+  // failed (not for the cancellations of a shutdown). Lets several transports over the same
+  // ranks (the pipeline's lanes) share what each saw. Set before posting anything.
+  using PeerFailureListener = std::function<void(int peer, const absl::Status& why)>;
+  void SetPeerFailureListener(PeerFailureListener listener);
+  // Treats `peer` as failed for `why`, as if this transport had seen it: for a failure that
+  // another transport over the same ranks saw. Safe from any thread.
+  void ReportPeerFailure(int peer, const absl::Status& why);
+
+  // Bytes of the blocks this transport has delivered to peers and received from them since
+  // creation. Any thread.
+  uint64_t bytes_sent() const { return bytes_sent_.load(std::memory_order_relaxed); }
+  uint64_t bytes_received() const { return bytes_received_.load(std::memory_order_relaxed); }
 
   // Fails what is still pending, closes every endpoint and stops the progress thread. The
   // endpoints are closed forcibly, which drops whatever UCX has not yet delivered: callers that
@@ -159,9 +176,13 @@ class Transport {
   absl::Status aborted_ ABSL_GUARDED_BY(mutex_);
   bool abort_pending_ ABSL_GUARDED_BY(mutex_) = false;
   absl::Status first_peer_failure_ ABSL_GUARDED_BY(mutex_);
+  std::vector<std::pair<int, absl::Status>> reported_failures_ ABSL_GUARDED_BY(mutex_);
+  PeerFailureListener peer_failure_listener_ ABSL_GUARDED_BY(mutex_);
   std::atomic<bool> any_peer_failed_{false};
   bool stopping_ ABSL_GUARDED_BY(mutex_) = false;
   bool shut_down_ = false;  // owner thread only
+  std::atomic<uint64_t> bytes_sent_{0};
+  std::atomic<uint64_t> bytes_received_{0};
 
   // Progress thread only.
   std::list<std::unique_ptr<Op>> active_;

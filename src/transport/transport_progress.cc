@@ -85,11 +85,13 @@ void Transport::ProgressLoop() {
 
 bool Transport::TakeSubmissions(bool* stop) {
   std::vector<std::unique_ptr<Op>> fresh;
+  std::vector<std::pair<int, absl::Status>> reported;
   bool abort = false;
   absl::Status why;
   {
     absl::MutexLock lock(&mutex_);
     fresh.swap(submitted_);
+    reported.swap(reported_failures_);
     *stop = stopping_;
     abort = abort_pending_;
     abort_pending_ = false;
@@ -100,11 +102,12 @@ bool Transport::TakeSubmissions(bool* stop) {
       if (r != rank_) FailPeer(r, absl::Status(why.code(), absl::StrCat("communicator aborted: ", why.message())));
     }
   }
+  for (const auto& [peer, failure] : reported) FailPeer(peer, failure);
   for (auto& op : fresh) {
     active_.push_back(std::move(op));
     Start(*active_.back());
   }
-  return abort || !fresh.empty();
+  return abort || !reported.empty() || !fresh.empty();
 }
 
 void Transport::Start(Op& op) {
@@ -246,6 +249,7 @@ void Transport::RetireBlock(Op& op, Block& block, StagingPool* pool, bool delive
   block.staging = nullptr;
   block.stage = BlockStage::kDone;
   if (delivered && op.error.ok()) {
+    (op.kind == OpKind::kSend ? bytes_sent_ : bytes_received_).fetch_add(block.bytes, std::memory_order_relaxed);
     ++op.blocks_done;
     op.deadline = absl::Now() + options_.op_timeout;
   }
@@ -369,9 +373,14 @@ void Transport::FailPeer(int rank, const absl::Status& why) {
     }
     peer.failure = why;
     CloseEndpoint(peer, /*force=*/true);  // UCX then fails the sends to it
-    absl::MutexLock lock(&mutex_);
-    if (first_peer_failure_.ok()) first_peer_failure_ = why;
-    any_peer_failed_.store(true, std::memory_order_release);
+    PeerFailureListener listener;
+    {
+      absl::MutexLock lock(&mutex_);
+      if (first_peer_failure_.ok()) first_peer_failure_ = why;
+      any_peer_failed_.store(true, std::memory_order_release);
+      if (!absl::IsCancelled(why)) listener = peer_failure_listener_;
+    }
+    if (listener) listener(rank, why);
   }
   for (auto& op : active_) {
     if (op->peer != rank || op->finished()) continue;

@@ -118,13 +118,17 @@ TEST(CollectiveErrors, BadArgumentsFailAtOnce) {
   }));
 }
 
-TEST(CollectiveErrors, ARankKilledDuringAnAllReduceFailsTheOthersNamingIt) {
+// With one transport lane and with two (each lane watches the dead rank's connection).
+class CollectiveKilledRank : public ::testing::TestWithParam<int> {};
+
+TEST_P(CollectiveKilledRank, ARankKilledDuringAnAllReduceFailsTheOthersNamingIt) {
   const absl::Time start = absl::Now();
   ExpectRanksSucceeded(
       RunRanks({.world_size = 4},
                [&](const RankContext& context) -> absl::Status {
                  transport::TransportOptions options = ShortTimeoutOptions();
                  options.op_timeout = absl::Seconds(5);
+                 options.transport_lanes = GetParam();
                  auto comm = CreateCommunicator(context, options);
                  if (!comm.ok()) return comm.status();
                  // Allreduces back to back until one fails: rank 3 dies in the middle of one.
@@ -152,6 +156,9 @@ TEST(CollectiveErrors, ARankKilledDuringAnAllReduceFailsTheOthersNamingIt) {
       {3});
   EXPECT_LT(absl::Now() - start, absl::Seconds(60));
 }
+
+INSTANTIATE_TEST_SUITE_P(, CollectiveKilledRank, ::testing::Values(1, 2),
+                         [](const auto& info) { return absl::StrCat(info.param, "lanes"); });
 
 }  // namespace
 }  // namespace ucclzip::testing

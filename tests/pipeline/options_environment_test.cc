@@ -22,7 +22,7 @@ constexpr const char* kVariables[] = {
     "UCCLZIP_COMPRESS",           "UCCLZIP_OP_TIMEOUT",          "UCCLZIP_SHUTDOWN_TIMEOUT",
     "UCCLZIP_BLOCK_BYTES",        "UCCLZIP_PIPELINE_BLOCK_BYTES", "UCCLZIP_MIN_COMPRESS_BYTES",
     "UCCLZIP_STAGING_POOL_BYTES", "UCCLZIP_DEVICE_SLOTS",        "UCCLZIP_WAIT_SPIN", "UCCLZIP_HOLD_STREAM",
-    "UCCLZIP_CPU_CODEC_THREADS",  "UCCLZIP_LOG_LEVEL"};
+    "UCCLZIP_CPU_CODEC_THREADS",  "UCCLZIP_TRANSPORT_LANES",     "UCCLZIP_LOG_LEVEL"};
 
 // Starts every test with none of the variables set, whatever the test's own environment holds.
 class OptionsEnvironmentTest : public ::testing::Test {
@@ -56,6 +56,7 @@ TEST_F(OptionsEnvironmentTest, EveryVariableSetsItsDefault) {
   setenv("UCCLZIP_WAIT_SPIN", "0", 1);
   setenv("UCCLZIP_HOLD_STREAM", "off", 1);
   setenv("UCCLZIP_CPU_CODEC_THREADS", "3", 1);
+  setenv("UCCLZIP_TRANSPORT_LANES", "2", 1);
   setenv("UCCLZIP_LOG_LEVEL", "debug", 1);
   absl::StatusOr<CommunicatorOptions> options = WithEnvironmentDefaults(CommunicatorOptions{}, 0);
   ASSERT_TRUE(options.ok()) << options.status();
@@ -70,6 +71,7 @@ TEST_F(OptionsEnvironmentTest, EveryVariableSetsItsDefault) {
   EXPECT_EQ(options->wait_spin, absl::ZeroDuration());
   EXPECT_FALSE(options->hold_caller_stream);
   EXPECT_EQ(options->cpu_codec_threads, 3);
+  EXPECT_EQ(options->transport_lanes, 2);
 }
 
 TEST_F(OptionsEnvironmentTest, WhatTheProgramSetWins) {
@@ -95,7 +97,8 @@ TEST_F(OptionsEnvironmentTest, BadValuesAreNamed) {
       {"UCCLZIP_PIPELINE_BLOCK_BYTES", "-16M"}, {"UCCLZIP_STAGING_POOL_BYTES", "99999999999999999999G"},
       {"UCCLZIP_DEVICE_SLOTS", "0"},           {"UCCLZIP_DEVICE_SLOTS", "two"},
       {"UCCLZIP_WAIT_SPIN", "-5us"},           {"UCCLZIP_HOLD_STREAM", "maybe"},           {"UCCLZIP_LOG_LEVEL", "loud"},
-      {"UCCLZIP_CPU_CODEC_THREADS", "-1"},     {"UCCLZIP_CPU_CODEC_THREADS", "all"}};
+      {"UCCLZIP_CPU_CODEC_THREADS", "-1"},     {"UCCLZIP_CPU_CODEC_THREADS", "all"},
+      {"UCCLZIP_TRANSPORT_LANES", "0"},        {"UCCLZIP_TRANSPORT_LANES", "9"}};
   for (const auto& [variable, value] : bad) {
     SetUp();
     setenv(variable, value, 1);

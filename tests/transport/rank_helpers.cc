@@ -5,6 +5,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_cat.h"
+#include "pipeline/options_environment.h"
 
 namespace ucclzip::testing {
 namespace {
@@ -47,7 +48,11 @@ absl::Status VerifyPattern(const uint8_t* data, size_t bytes, uint64_t seed, abs
 
 absl::StatusOr<std::unique_ptr<Communicator>> CreateCommunicator(const RankContext& context,
                                                                  const transport::TransportOptions& options) {
-  return internal::CommunicatorAccess::Create(context.bootstrap, options);
+  absl::StatusOr<CommunicatorOptions> effective = pipeline::WithEnvironmentDefaults(options, context.bootstrap.rank);
+  if (!effective.ok()) return effective.status();
+  transport::TransportOptions with_environment = options;
+  static_cast<CommunicatorOptions&>(with_environment) = *effective;
+  return internal::CommunicatorAccess::Create(context.bootstrap, with_environment);
 }
 
 transport::Transport& TransportOf(Communicator& communicator) {

@@ -24,8 +24,11 @@ inline uint64_t SeedOf(int sender, int receiver, uint64_t index) {
   return (uint64_t(sender) << 48) ^ (uint64_t(receiver) << 32) ^ index;
 }
 
+// A communicator with internal options; the UCCLZIP_* variables apply to them as they would in
+// Communicator::Create, so that the whole suite can run with, e.g., UCCLZIP_TRANSPORT_LANES=2.
 absl::StatusOr<std::unique_ptr<Communicator>> CreateCommunicator(const RankContext& context,
                                                                  const transport::TransportOptions& options);
+// The communicator's first transport lane (its only one by default).
 transport::Transport& TransportOf(Communicator& communicator);
 
 // Waits for all; the first failure (or DeadlineExceeded at `deadline`) is returned.
