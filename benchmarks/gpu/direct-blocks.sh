@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# Where GPU-direct uncompressed send/recv loses to ucx_perftest (issue 10: 3-10 % of
+# `ucx_perftest -m cuda` in H200 run s4-4): one-way 256 MB device send/recv, compression off,
+# over the CUDA-enabled UCX (cuda_copy, cuda_ipc) with tcp and with shm beside it, for several
+# pipeline and transport block sizes, against ucx_perftest's one 256 MB message in the same run.
+# A 256 MB message goes as 16 pipeline blocks of 4 transport blocks each by default: 64 UCX
+# messages (and 16 envelopes), each with its rendezvous, where perftest sends one.
+#   CU13_BUILD, CU13_UCX  as scripts/gpu-run sets them     ITERS  timed iterations (default 8)
+#   DIRECT_BLOCKS  PIPELINE:TRANSPORT block pairs (default: 16M:4M 16M:16M 64M:64M 256M:256M)
+set -uo pipefail
+OUT=${OUT:?set OUT to the folder for the logs}
+mkdir -p "$OUT"
+if [[ -z ${CU13_BUILD:-} || ! -d ${CU13_UCX:-/nonexistent}/lib ]]; then
+  echo "direct-blocks skipped: no build against the CUDA-enabled UCX (scripts/gpu-gather --cuda-ucx)"
+  exit 0
+fi
+source "$(dirname "$0")/perftest.bash"
+export LD_LIBRARY_PATH="$CU13_UCX/lib:${LD_LIBRARY_PATH:-}" UCX_MODULE_DIR="$CU13_UCX/lib/ucx" PATH="$CU13_UCX/bin:$PATH"
+bench="$CU13_BUILD/benchmarks/ucclzip-bench"
+summary="$OUT/direct-blocks-summary.jsonl"
+: >"$summary"
+declare -A transports=([tcp]=tcp,cuda_copy,cuda_ipc [shm]=posix,sysv,cuda_copy,cuda_ipc)
+for name in tcp shm; do
+  tls=${transports[$name]}
+  PERFTEST_MEMORY=cuda perftest "direct-$name-256M" "$tls" tag_bw 268435456 "${PERFTEST_ITERS:-100}" |
+    awk -v n="$name" '{printf "{\"tls_name\":\"%s\",\"bench\":\"ucx_perftest\",\"algbw_GBps\":%.4f}\n", n, $7 * 1048576 / 1e9}' \
+      >>"$summary"
+  for pair in ${DIRECT_BLOCKS:-16M:4M 16M:16M 64M:64M 256M:256M}; do
+    IFS=: read -r pipeline transport <<<"$pair"
+    log="$OUT/direct-blocks-$name-$pipeline-$transport"
+    timeout -k 10 120 "$bench" sendrecv --ranks 2 --memory device --tls "$tls" --compress off --pattern oneway \
+      --min_bytes 256M --max_bytes 256M --iters "${ITERS:-8}" --warmup 3 --latency_iters 0 \
+      --pipeline_block "$pipeline" --block_bytes "$transport" -c 1 --json >"$log.jsonl" 2>"$log.err" ||
+      echo "$name $pair failed: $(tail -c 300 "$log.err")"
+    sed "s/^{/{\"tls_name\":\"$name\",\"blocks\":\"$pair\",/" "$log.jsonl" | grep '^{' >>"$summary"
+  done
+done
+python3 - "$summary" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+perf = {r["tls_name"]: r["algbw_GBps"] for r in rows if r["bench"] == "ucx_perftest"}
+print(f"{'tls':4} {'pipeline:transport':>18} {'GB/s':>9} {'of perftest':>11} {'#wrong':>6}")
+for r in rows:
+    if r["bench"] != "sendrecv":
+        continue
+    ref = perf.get(r["tls_name"])
+    share = f"{100 * r['algbw_GBps'] / ref:.0f} %" if ref else "-"
+    print(f"{r['tls_name']:4} {r['blocks']:>18} {r['algbw_GBps']:9.2f} {share:>11} {r['wrong']:6}")
+for name, bw in sorted(perf.items()):
+    print(f"ucx_perftest -m cuda tag_bw 256 MB over {name}: {bw:.2f} GB/s")
+PY
