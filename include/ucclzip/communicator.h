@@ -67,8 +67,10 @@ struct CommunicatorOptions {
   // thread and staging pool) per communicator, 1 to 8. Rank r sends on lane r % N and receives
   // from peer p on lane p % N, so that with 2 a ring or chain neighbour's incoming and outgoing
   // bytes are moved by different threads (docs/TRANSPORT.md, "Lanes"). Every rank must use the
-  // same. Costs N times the staging memory.
-  int transport_lanes = 1;
+  // same. Costs N times the staging memory. The default, 2, gave 1.65x the uncompressed
+  // 4-rank allreduce and 1.47-1.84x the broadcast chain of 1 lane on the H200
+  // (benchmarks/RESULTS.md, run s5-2); 1 is one transport, one thread.
+  int transport_lanes = 2;
   // UCX transports (UCX_TLS syntax: "tcp", "posix,sysv", "rc,cuda_copy", ...); empty keeps
   // UCX's choice, which honours UCX_TLS.
   std::string ucx_transports;
