@@ -9,6 +9,8 @@
 # scripts/gpu-run built against the CUDA-enabled UCX, GPU-direct (cuda_ipc), over tcp and shm:
 # where a direct block's time goes against ucx_perftest's one message.
 #   BUILD   build folder (default: build)     TRACE_MEMORY  memories of the collectives (default: host device)
+#   TRACE_RUNS  the collectives, OP:RANKS[:in_place] (default: all five above)
+#   TRACE_SENDRECV=0  leaves out the send/recv traces
 #   CU13_BUILD, CU13_UCX  as scripts/gpu-run sets them (the direct path's build and UCX)
 set -uo pipefail
 bench="${BUILD:-build}/benchmarks/ucclzip-bench"
@@ -16,7 +18,7 @@ OUT=${OUT:?set OUT to the folder for the logs}
 mkdir -p "$OUT"
 for memory in ${TRACE_MEMORY:-host device}; do
   # OP:RANKS[:in_place]; the root's broadcast in place makes no local copy of its 256 MB.
-  for run in broadcast:4 broadcast:4:in_place broadcast:2 allgather:4 allreduce:4; do
+  for run in ${TRACE_RUNS:-broadcast:4 broadcast:4:in_place broadcast:2 allgather:4 allreduce:4}; do
     IFS=: read -r op ranks placement <<<"$run"
     size=256M
     [[ $op == allgather ]] && size=1G
@@ -43,6 +45,7 @@ trace_sendrecv() {
   echo "sendrecv one way, $label: $(grep -v '^#' "$OUT/$name.out" | grep -v '^$' | tail -1)"
   grep "^link" "$OUT/$name.txt"
 }
+[[ ${TRACE_SENDRECV:-1} == 0 ]] && exit 0
 trace_sendrecv staged-tcp tcp "$bench"
 trace_sendrecv staged-shm posix,sysv "$bench"
 if [[ -n ${CU13_BUILD:-} && -d ${CU13_UCX:-/nonexistent}/lib ]]; then
