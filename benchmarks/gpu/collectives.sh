@@ -10,6 +10,8 @@
 #   PERFTEST_PAIRS  how many ucx_perftest pairs run at once, each count a run (default: "1 RANKS-1 RANKS")
 #   LANES   transport lane counts to compare, e.g. "1 2": the uncompressed collectives run once more
 #           per count with UCCLZIP_TRANSPORT_LANES set, rows tagged "lanes":N (default: none)
+#   AUTO_DECISIONS=1  logs at debug level (every mode of the run: a diagnosis, not a timing run)
+#           and keeps auto's decisions with the rates behind them in $OUT/OP-RANKS-TLS.decisions
 set -uo pipefail
 bench="${BUILD:-build}/benchmarks/ucclzip-bench"
 OUT=${OUT:?set OUT to the folder for the logs}
@@ -28,10 +30,13 @@ run() {
   local op=$1 n=$2 size=$3 name=$4 lanes=${5:-}
   local log="$OUT/$op-$n-$name${lanes:+-lanes$lanes}" modes=off,on,auto tag="\"tls_name\":\"$name\","
   [[ -n $lanes ]] && modes=off tag+="\"lanes\":$lanes,"
-  ${lanes:+env UCCLZIP_TRANSPORT_LANES=$lanes} timeout -k 10 "$limit" "$bench" "$op" --ranks "$n" --memory device \
+  local debug=""
+  [[ ${AUTO_DECISIONS:-0} == 1 && -z $lanes ]] && debug=1
+  ${debug:+env UCCLZIP_LOG_LEVEL=debug} ${lanes:+env UCCLZIP_TRANSPORT_LANES=$lanes} timeout -k 10 "$limit" "$bench" "$op" --ranks "$n" --memory device \
     --tls "${transports[$name]}" --compress "$modes" -b "$size" -e "$size" -n "$iters" -w 2 -c 1 -r 0 \
     --dist gaussian:0.02 --json >"$log.jsonl" 2>"$log.err" ||
     echo "$op $n ranks $name${lanes:+ $lanes lanes}: failed (rc $?): $(tail -c 300 "$log.err")"
+  [[ -n $debug ]] && grep -h "auto:" "$log.err" >"$log.decisions"
   sed "s/^{/{$tag/" "$log.jsonl" >>"$summary"
 }
 
