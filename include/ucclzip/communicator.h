@@ -67,7 +67,7 @@ struct CommunicatorOptions {
   // thread and staging pool) per communicator, 1 to 8. Rank r sends on lane r % N and receives
   // from peer p on lane p % N, so that with 2 a ring or chain neighbour's incoming and outgoing
   // bytes are moved by different threads (docs/TRANSPORT.md, "Lanes"). Every rank must use the
-  // same. Costs N times the staging memory. The default, 2, gave 1.65x the uncompressed
+  // same. Costs N times the staging memory. The default, 2, gave 1.65-1.67x the uncompressed
   // 4-rank allreduce and 1.47-1.84x the broadcast chain of 1 lane on the H200
   // (benchmarks/RESULTS.md, run s5-2); 1 is one transport, one thread.
   int transport_lanes = 2;
