@@ -13,6 +13,8 @@
 #   WAKEUPS staging copy wake-ups to compare, e.g. "0 1": the uncompressed collectives run once more
 #           per value with UCCLZIP_STAGING_WAKEUPS set (the default lanes), rows tagged "wakeups":N
 #           (default: none)
+#   AUTO_DECISIONS=1  logs at debug level (every mode of the run: a diagnosis, not a timing run)
+#           and keeps auto's decisions with the rates behind them in $OUT/OP-RANKS-TLS.decisions
 set -uo pipefail
 bench="${BUILD:-build}/benchmarks/ucclzip-bench"
 OUT=${OUT:?set OUT to the folder for the logs}
@@ -34,11 +36,14 @@ run() {
   local log="$OUT/$op-$n-$name${knob:+-$knob$value}" modes=off,on,auto tag="\"tls_name\":\"$name\"," setting=()
   if [[ -n $knob ]]; then
     modes=off tag+="\"$knob\":$value," setting=(env "${knob_variables[$knob]}=$value")
+  elif [[ ${AUTO_DECISIONS:-0} == 1 ]]; then
+    setting=(env UCCLZIP_LOG_LEVEL=debug)
   fi
   "${setting[@]}" timeout -k 10 "$limit" "$bench" "$op" --ranks "$n" --memory device \
     --tls "${transports[$name]}" --compress "$modes" -b "$size" -e "$size" -n "$iters" -w 2 -c 1 -r 0 \
     --dist gaussian:0.02 --json >"$log.jsonl" 2>"$log.err" ||
     echo "$op $n ranks $name${knob:+ $knob $value}: failed (rc $?): $(tail -c 300 "$log.err")"
+  [[ ${setting[1]:-} == UCCLZIP_LOG_LEVEL=debug ]] && grep -h "auto:" "$log.err" >"$log.decisions"
   sed "s/^{/{$tag/" "$log.jsonl" >>"$summary"
 }
 
