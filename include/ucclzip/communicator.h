@@ -63,6 +63,15 @@ struct CommunicatorOptions {
   // Pinned host memory for staging device buffers when UCX cannot take them (allocated once,
   // on first use, half for sends and half for receives); at least one block per direction.
   size_t staging_pool_bytes = size_t{64} << 20;
+  // Whether the transport's progress thread sleeps while staging copies run, woken by each
+  // copy's completion, instead of polling the copies. Polling keeps one core busy per
+  // transport lane for the whole of a staged transfer (with 2 lanes and 4 ranks on one host,
+  // up to 8 such threads beside UCX's own TCP copies); sleeping gives that CPU back. It costs
+  // a CUDA host function per copy (which also holds the stream's next copy until it has run)
+  // and, once the thread has found nothing to do for 200 us and gone to sleep, a thread
+  // wake-up before it sees a copy done. Off, the default, until the H200 measures it
+  // (docs/TRANSPORT.md, "Copy wake-ups").
+  bool staging_copy_wakeups = false;
   // Independent UCX transports ("lanes": each its own UCX context, worker, endpoints, progress
   // thread and staging pool) per communicator, 1 to 8. Rank r sends on lane r % N and receives
   // from peer p on lane p % N, so that with 2 a ring or chain neighbour's incoming and outgoing
