@@ -254,6 +254,7 @@ bool OperationTask::AdvanceEncoding(TaskContext& context, SendBlock& block) {
     block.stage = SendStage::kSending;  // drains what was posted, then releases the slot
     return true;
   }
+  TraceBlock("send", block.step, block.index, "encoded");
   if (!block.raw_posted) {
     PostSend(context, block, slot->frame + block.plan.raw_offset, block.plan.raw_bytes, MemoryType::kDevice, kRawStream);
     block.raw_posted = true;
