@@ -69,9 +69,10 @@ struct CommunicatorOptions {
   // up to 8 such threads beside UCX's own TCP copies); sleeping gives that CPU back. It costs
   // a CUDA host function per copy (which also holds the stream's next copy until it has run)
   // and, once the thread has found nothing to do for 200 us and gone to sleep, a thread
-  // wake-up before it sees a copy done. Off, the default, until the H200 measures it
+  // wake-up before it sees a copy done. On since H200 run s6-1, where it made the staged
+  // 4-rank broadcast chain over tcp 1.16x (uncompressed) and 1.25x (compressed) faster
   // (docs/TRANSPORT.md, "Copy wake-ups").
-  bool staging_copy_wakeups = false;
+  bool staging_copy_wakeups = true;
   // Independent UCX transports ("lanes": each its own UCX context, worker, endpoints, progress
   // thread and staging pool) per communicator, 1 to 8. Rank r sends on lane r % N and receives
   // from peer p on lane p % N, so that with 2 a ring or chain neighbour's incoming and outgoing
@@ -109,9 +110,11 @@ struct CommunicatorOptions {
   // Device codec slots (workspace, frame buffer and stream for one block) per peer for sends,
   // and two more for receives (what keeps rings moving), allocated on the first device
   // operation: bounded memory, none allocated after that (docs/PIPELINE.md, "Resources").
-  // Also the number of pipeline blocks that may be on their way to one peer at once: more
-  // only interleave on the wire and slow each other down.
-  int device_slots = 2;
+  // Also the number of pipeline blocks that may be on their way to one peer at once. Blocks
+  // on their way share the link and finish about together, so with 2 the next frame's encode
+  // waited for both to land; 4 (since H200 run s6-1) keeps encodes going while blocks are on
+  // the wire, at about 576 MB of device memory per peer with 16 MB blocks.
+  int device_slots = 4;
   // Threads of the CPU codec, which codes the blocks of host buffers, the pipeline thread
   // included; 0 means DefaultHostCodecThreads() (include/ucclzip/codec.h): half the cores, at
   // most 8. One block's frame is spread over them, so the host path codes about this many

@@ -241,7 +241,7 @@ void ForEachCase(const std::function<void(const std::string&, const std::vector<
 constexpr uint64_t kBlockElements = 10;
 
 TEST(LinkOrderSimulation, EveryScheduleFinishesWithTheEnginesSlots) {
-  for (int device_slots : {1, 2, 3}) {
+  for (int device_slots : {1, 2, 3, 4}) {
     const Limits limits{.window = device_slots,
                         .send_slots = device_slots,
                         .recv_slots = device_slots + static_cast<int>(pipeline::kLinkGroupBlocks)};

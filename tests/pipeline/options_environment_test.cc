@@ -42,7 +42,7 @@ TEST_F(OptionsEnvironmentTest, NothingSetChangesNothing) {
   EXPECT_EQ(options->compression, CompressionMode::kAuto);
   EXPECT_EQ(options->op_timeout, absl::Seconds(60));
   EXPECT_FALSE(options->wait_spin.has_value());
-  EXPECT_FALSE(options->staging_copy_wakeups);
+  EXPECT_TRUE(options->staging_copy_wakeups);
 }
 
 TEST_F(OptionsEnvironmentTest, EveryVariableSetsItsDefault) {
@@ -57,8 +57,8 @@ TEST_F(OptionsEnvironmentTest, EveryVariableSetsItsDefault) {
   setenv("UCCLZIP_WAIT_SPIN", "0", 1);
   setenv("UCCLZIP_HOLD_STREAM", "off", 1);
   setenv("UCCLZIP_CPU_CODEC_THREADS", "3", 1);
-  setenv("UCCLZIP_TRANSPORT_LANES", "2", 1);
-  setenv("UCCLZIP_STAGING_WAKEUPS", "yes", 1);
+  setenv("UCCLZIP_TRANSPORT_LANES", "3", 1);
+  setenv("UCCLZIP_STAGING_WAKEUPS", "no", 1);
   setenv("UCCLZIP_LOG_LEVEL", "debug", 1);
   absl::StatusOr<CommunicatorOptions> options = WithEnvironmentDefaults(CommunicatorOptions{}, 0);
   ASSERT_TRUE(options.ok()) << options.status();
@@ -73,8 +73,8 @@ TEST_F(OptionsEnvironmentTest, EveryVariableSetsItsDefault) {
   EXPECT_EQ(options->wait_spin, absl::ZeroDuration());
   EXPECT_FALSE(options->hold_caller_stream);
   EXPECT_EQ(options->cpu_codec_threads, 3);
-  EXPECT_EQ(options->transport_lanes, 2);
-  EXPECT_TRUE(options->staging_copy_wakeups);
+  EXPECT_EQ(options->transport_lanes, 3);
+  EXPECT_FALSE(options->staging_copy_wakeups);
 }
 
 TEST_F(OptionsEnvironmentTest, WhatTheProgramSetWins) {
