@@ -107,14 +107,13 @@ struct CommunicatorOptions {
   size_t pipeline_block_bytes = size_t{16} << 20;
   // kAuto leaves messages smaller than this uncompressed.
   size_t min_compress_bytes = size_t{256} << 10;
-  // Device codec slots (workspace, frame buffer and stream for one block) per peer for sends,
-  // and two more for receives (what keeps rings moving), allocated on the first device
-  // operation: bounded memory, none allocated after that (docs/PIPELINE.md, "Resources").
-  // Also the number of pipeline blocks that may be on their way to one peer at once. Blocks
-  // on their way share the link and finish about together, so with 2 the next frame's encode
-  // waited for both to land; 4 (since H200 run s6-1) keeps encodes going while blocks are on
-  // the wire, at about 576 MB of device memory per peer with 16 MB blocks.
-  int device_slots = 4;
+  // How many pipeline blocks may be on their way to one peer at once. Each peer has this many
+  // plus 2 device codec slots (workspace, frame buffer and stream for one block) for sends, in
+  // which the next frames encode while those blocks are on the wire, and this many plus 2 for
+  // receives (what keeps rings moving), allocated on the first device operation: bounded
+  // memory, none allocated after that, about 448 MB per peer with the defaults
+  // (docs/PIPELINE.md, "Resources").
+  int device_slots = 2;
   // Threads of the CPU codec, which codes the blocks of host buffers, the pipeline thread
   // included; 0 means DefaultHostCodecThreads() (include/ucclzip/codec.h): half the cores, at
   // most 8. One block's frame is spread over them, so the host path codes about this many

@@ -1,8 +1,12 @@
 // Send blocks: each starts in its link's sequence order once its source is ready and the send
 // window has room. A block of the caller's elements, or of a reduced result, is sent plainly
 // or as a frame (compress-or-not per block); device frames leave in parts, the raw plane as
-// soon as the split stage is done (split-send). A forwarded block re-sends the parts of a
-// received block exactly as they arrived, with no re-coding.
+// soon as the split stage is done (split-send). A device frame may also start encoding ahead,
+// while the window is full, in a send slot beyond the window's blocks, and takes the window in
+// link order once there is room: the blocks on their way share the link and land about
+// together, and without encoding ahead the link waited for the next frames' encodes (H200 run
+// s6-1). A forwarded block re-sends the parts of a received block exactly as they arrived,
+// with no re-coding.
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -66,20 +70,29 @@ bool OperationTask::AdvanceSends(TaskContext& context) {
   }
   // Each link's blocks start strictly in sequence order (after every earlier task's on that
   // link), each once its source is ready and the window to the peer has room; a device frame of
-  // the caller's elements also needs a slot.
+  // the caller's elements also needs a slot. Device frames may start ahead of the window, and
+  // take it in the same order.
   for (size_t peer = 0; peer < send_order_.size(); ++peer) {
     const std::vector<uint32_t>& link = send_order_[peer];
     if (!(*context.sends_open)[peer]) continue;
+    while (status_.ok() && next_window_[peer] < next_send_[peer] && TakeWindow(context, send_blocks_[link[next_window_[peer]]])) {
+      ++next_window_[peer];
+      moved = true;
+    }
     while (status_.ok() && next_send_[peer] < link.size() && InputReady()) {
       SendBlock& block = send_blocks_[link[next_send_[peer]]];
       if (!SourceReady(block)) break;
       const SendStep& step = spec_.schedule.sends[block.step];
       const uint64_t bytes = BlockElements(step.chunk.count, block.index) * ElementSize(spec_.dtype);
-      if (!context.send_window->TryTake(step.peer, bytes)) break;
-      block.window_bytes = bytes;
-      if (!StartSend(context, block)) {
-        context.send_window->Release(step.peer, bytes);
-        block.window_bytes = 0;
+      if (next_window_[peer] == next_send_[peer] && context.send_window->TryTake(step.peer, bytes)) {
+        block.window_bytes = bytes;
+        if (!StartSend(context, block)) {
+          context.send_window->Release(step.peer, bytes);
+          block.window_bytes = 0;
+          break;
+        }
+        ++next_window_[peer];
+      } else if (!StartAhead(context, block)) {
         break;
       }
       TraceBlock("send", block.step, block.index, "started");
@@ -99,24 +112,39 @@ void OperationTask::PostSend(TaskContext& context, SendBlock& block, const void*
   context.stats->wire_bytes_sent += bytes;
 }
 
-bool OperationTask::StartSend(TaskContext& context, SendBlock& block) {
+void OperationTask::Choose(TaskContext& context, SendBlock& block) {
+  if (block.choice != SendBlock::Choice::kUndecided) return;
   const SendStep& step = spec_.schedule.sends[block.step];
   if (step.source == SendStep::Source::kForward) {
-    StartForward(context, block);
-    return true;
+    block.choice = SendBlock::Choice::kForward;
+    return;
   }
-  RecvBlock* reduced = step.source == SendStep::Source::kReduced ? SourceBlock(block) : nullptr;
-  const uint8_t* source = reduced != nullptr ? reduced->result : ChunkAddress(step.chunk, block.index * spec_.block_elements);
   const uint64_t elements = BlockElements(step.chunk.count, block.index);
   const bool compress = context.policy->ShouldCompress(spec_.compression, spec_.dtype, elements * ElementSize(spec_.dtype),
                                                        step.peer, spec_.memory, spec_.tensor);
   absl::StatusOr<FramePlan> plan = compress ? PlanFrame(spec_.dtype, elements) : absl::StatusOr<FramePlan>();
   if (!compress || !plan.ok() || !plan->split) {
+    block.choice = SendBlock::Choice::kPlain;
+    return;
+  }
+  block.plan = *plan;
+  block.choice = spec_.memory == MemoryType::kHost ? SendBlock::Choice::kHostFrame : SendBlock::Choice::kDeviceFrame;
+}
+
+bool OperationTask::StartSend(TaskContext& context, SendBlock& block) {
+  Choose(context, block);
+  if (block.choice == SendBlock::Choice::kForward) {
+    StartForward(context, block);
+    return true;
+  }
+  const SendStep& step = spec_.schedule.sends[block.step];
+  RecvBlock* reduced = step.source == SendStep::Source::kReduced ? SourceBlock(block) : nullptr;
+  const uint8_t* source = reduced != nullptr ? reduced->result : ChunkAddress(step.chunk, block.index * spec_.block_elements);
+  if (block.choice == SendBlock::Choice::kPlain) {
     StartPlain(context, block, source);
     return true;
   }
-  block.plan = *plan;
-  if (spec_.memory == MemoryType::kHost) {
+  if (block.choice == SendBlock::Choice::kHostFrame) {
     StartHostFrame(context, block, source);
     return true;
   }
@@ -126,7 +154,25 @@ bool OperationTask::StartSend(TaskContext& context, SendBlock& block) {
     block.slot = reduced->slot;
     block.slot_borrowed = true;
   }
-  return StartDeviceFrame(context, block, source);
+  return StartDeviceFrame(context, block, source, block.window_bytes != 0);
+}
+
+bool OperationTask::StartAhead(TaskContext& context, SendBlock& block) {
+  Choose(context, block);
+  if (block.choice != SendBlock::Choice::kDeviceFrame) return false;
+  return StartSend(context, block);
+}
+
+bool OperationTask::TakeWindow(TaskContext& context, SendBlock& block) {
+  // Only while the task is well: a block that failed (and with it the task) takes no window.
+  const SendStep& step = spec_.schedule.sends[block.step];
+  const uint64_t bytes = BlockElements(step.chunk.count, block.index) * ElementSize(spec_.dtype);
+  if (!context.send_window->TryTake(step.peer, bytes)) return false;
+  block.window_bytes = bytes;
+  block.envelope = EncodeEnvelope(BlockEnvelope(block, BlockKind::kFrame));
+  PostSend(context, block, block.envelope.data(), kEnvelopeBytes, MemoryType::kHost, kEnvelopeStream);
+  StartMeter(context, block, SendBlock::Meter::kCompressed, bytes, block.codec_start);
+  return true;
 }
 
 void OperationTask::StartForward(TaskContext& context, SendBlock& block) {
@@ -192,7 +238,7 @@ void OperationTask::StartHostFrame(TaskContext& context, SendBlock& block, const
   SendRest(context, block, block.host_frame.get(), block.host_frame.get(), *frame_bytes, MemoryType::kHost);
 }
 
-bool OperationTask::StartDeviceFrame(TaskContext& context, SendBlock& block, const uint8_t* source) {
+bool OperationTask::StartDeviceFrame(TaskContext& context, SendBlock& block, const uint8_t* source, bool windowed) {
   const SendStep& step = spec_.schedule.sends[block.step];
   if (block.slot == nullptr) {
     block.slot = context.send_slots[step.peer]->TryAcquire();
@@ -223,17 +269,20 @@ bool OperationTask::StartDeviceFrame(TaskContext& context, SendBlock& block, con
     RetireSend(context, block);
     return true;
   }
-  block.envelope = EncodeEnvelope(BlockEnvelope(block, BlockKind::kFrame));
-  PostSend(context, block, block.envelope.data(), kEnvelopeBytes, MemoryType::kHost, kEnvelopeStream);
-  StartMeter(context, block, SendBlock::Meter::kCompressed, elements * ElementSize(spec_.dtype), block.codec_start);
   block.stage = SendStage::kEncoding;
+  if (windowed) {
+    block.envelope = EncodeEnvelope(BlockEnvelope(block, BlockKind::kFrame));
+    PostSend(context, block, block.envelope.data(), kEnvelopeBytes, MemoryType::kHost, kEnvelopeStream);
+    StartMeter(context, block, SendBlock::Meter::kCompressed, elements * ElementSize(spec_.dtype), block.codec_start);
+  }
   return true;
 }
 
 bool OperationTask::AdvanceEncoding(TaskContext& context, SendBlock& block) {
   DeviceSlot* slot = block.slot;
+  const bool windowed = block.window_bytes != 0;
   bool moved = false;
-  if (!block.raw_posted) {
+  if (!block.raw_posted && windowed && !block.encoded) {
     absl::StatusOr<bool> split = EventDone(slot->split_done);
     if (split.ok() && *split) {
       PostSend(context, block, slot->frame + block.plan.raw_offset, block.plan.raw_bytes, MemoryType::kDevice, kRawStream);
@@ -243,18 +292,28 @@ bool OperationTask::AdvanceEncoding(TaskContext& context, SendBlock& block) {
       FailBlock("send", block.step, block.index, split.status());
     }
   }
-  absl::StatusOr<bool> encoded = EventDone(slot->codec_done);
-  if (encoded.ok() && !*encoded && status_.ok()) return moved;
-  absl::Status status = encoded.status();
-  // The stream has finished: this reports (and clears) an encoder error without waiting.
-  status.Update(slot->codec->StreamStatus(slot->stream));
-  context.stats->codec_seconds += absl::ToDoubleSeconds(absl::Now() - block.codec_start);
-  if (!status.ok() || !status_.ok()) {
-    FailBlock("send", block.step, block.index, status);
-    block.stage = SendStage::kSending;  // drains what was posted, then releases the slot
+  if (!block.encoded) {
+    absl::StatusOr<bool> encoded = EventDone(slot->codec_done);
+    if (encoded.ok() && !*encoded && status_.ok()) return moved;
+    absl::Status status = encoded.status();
+    // The stream has finished: this reports (and clears) an encoder error without waiting.
+    status.Update(slot->codec->StreamStatus(slot->stream));
+    context.stats->codec_seconds += absl::ToDoubleSeconds(absl::Now() - block.codec_start);
+    if (!status.ok() || !status_.ok()) {
+      FailBlock("send", block.step, block.index, status);
+      block.stage = SendStage::kSending;  // drains what was posted, then releases the slot
+      return true;
+    }
+    block.encoded = true;
+    TraceBlock("send", block.step, block.index, "encoded");
+    moved = true;
+  }
+  // Encoded ahead: the frame waits for the window (AdvanceSends), or for the task's end.
+  if (!windowed) {
+    if (status_.ok()) return moved;
+    block.stage = SendStage::kSending;
     return true;
   }
-  TraceBlock("send", block.step, block.index, "encoded");
   if (!block.raw_posted) {
     PostSend(context, block, slot->frame + block.plan.raw_offset, block.plan.raw_bytes, MemoryType::kDevice, kRawStream);
     block.raw_posted = true;
