@@ -100,8 +100,9 @@ struct CommunicatorOptions {
   // Device codec slots (workspace, frame buffer and stream for one block) per peer for sends,
   // and two more for receives (what keeps rings moving), allocated on the first device
   // operation: bounded memory, none allocated after that (docs/PIPELINE.md, "Resources").
-  // Also the number of pipeline blocks that may be on their way to one peer at once: more
-  // only interleave on the wire and slow each other down.
+  // Also the number of pipeline blocks that may be on their way to one peer at once (a plain
+  // run of a Send's consecutive uncompressed blocks, one transfer, counting as one): more only
+  // interleave on the wire and slow each other down.
   int device_slots = 2;
   // Threads of the CPU codec, which codes the blocks of host buffers, the pipeline thread
   // included; 0 means DefaultHostCodecThreads() (include/ucclzip/codec.h): half the cores, at
@@ -147,6 +148,10 @@ struct CommunicatorStats {
   uint64_t wire_bytes_received = 0;
   uint64_t blocks_compressed = 0;       // blocks sent as frames
   uint64_t blocks_bypassed = 0;         // blocks sent as plain bytes
+  // Messages handed to the transport and received from it: every block's envelope and parts,
+  // where a plain run (consecutive plain blocks of one Send, docs/PIPELINE.md) is one part.
+  uint64_t transport_messages_sent = 0;
+  uint64_t transport_messages_received = 0;
   double codec_seconds = 0;             // CPU codec time, or GPU encode/decode from launch to done
   double transfer_seconds = 0;          // from first post to last completion, summed over messages
   // Payload over wire bytes of what this rank sent; 1 when nothing was sent.
