@@ -1,7 +1,8 @@
 // Send/Recv between two real processes over UCX with host buffers (CPU codec): every dtype and
 // size class bit-exact, unaligned buffers, large messages over shared memory and the staged
-// path, many operations in flight in both directions, mixed modes, and the automatic bypass of
-// data that does not compress.
+// path, many operations in flight in both directions, mixed modes, the automatic bypass of
+// data that does not compress, and plain runs (a message's plain blocks as one transport
+// message: counted, on every host path, within the transport's block limit, beside frames).
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
