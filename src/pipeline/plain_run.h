@@ -12,8 +12,8 @@ namespace ucclzip::pipeline {
 // At most this many bytes go in one run (and fewer where the transport's block limit says so):
 // a run is one sample of auto's plain rate and the decisions for its blocks are taken when it
 // starts, so that a longer message still feeds the rates every so often. Messages of up to
-// 1 GiB, every size the benchmarks measure, go as one run; a longer message's next run may
-// start while the first is on its way (send_window.h), so the cut costs no idle link.
+// 1 GiB go as one run; a longer message's next run starts while the first is on its way
+// (send_window.h), so that the cut leaves the link no idle gap.
 inline constexpr uint64_t kMaxRunBytes = uint64_t{1} << 30;
 
 struct PlainRun {
