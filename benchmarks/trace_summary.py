@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """Summarises the block timelines that UCCLZIP_LOG_LEVEL=debug prints (operation_task.cc's
-TraceBlock) for the last operation of a name: per link, when each block's send started, when it
-landed at the receiver and when the send completed, from the operation's first event on. The
+TraceBlock) for the last operation of a name: per link, when each block's send started, when a
+frame's encode finished, when the block landed at the receiver, when the receiver had decoded
+or reduced it, and when the send completed, from the operation's first event on. The
 name "sendrecv" takes the point-to-point calls ("send to peer N", "recv from peer N")."""
 import collections
 import datetime
@@ -9,7 +10,7 @@ import re
 import sys
 
 LINE = re.compile(r"\[ucclzip D (\S+ \S+) pid \d+ [^\]]*\] rank (\d+): operation (\d+) \((.+?)\) (send|recv) "
-                  r"step (\d+) block (\d+) (?:to|from) peer (\d+) (started|done|landed) at")
+                  r"step (\d+) block (\d+) (?:to|from) peer (\d+) (started|encoded|landed|processed|done) at")
 
 
 def matches(operation, name):
@@ -50,6 +51,8 @@ def main(path, name):
         start = {(s, b): t for t, d, s, b, w in items if d == "send" and w == "started"}
         done = {(s, b): t for t, d, s, b, w in items if d == "send" and w == "done"}
         landed = {(s, b): t for t, d, s, b, w in items if d == "recv" and w == "landed"}
+        encoded = {(s, b): t for t, d, s, b, w in items if d == "send" and w == "encoded"}
+        processed = {(s, b): t for t, d, s, b, w in items if d == "recv" and w == "processed"}
         keys = sorted(start, key=lambda k: start[k])
         if not keys:
             continue
@@ -65,11 +68,20 @@ def main(path, name):
             idle += (when - previous) if in_flight == 0 else 0.0
             in_flight, previous = in_flight + delta, when
         mean = weighted / span if span > 0 else 0.0
+        # Codec time on the link's path: the sender's encode on the GPU (launch to done, time
+        # slices included; a host frame is encoded before its block starts) and the receiver's
+        # decode or reduction after the block landed.
+        encode = [encoded[k] - start[k] for k in keys if k in encoded]
+        process = [processed[k] - landed[k] for k in keys if k in processed and k in landed]
+        codec = "".join(f", {label} {sum(v) / len(v) * 1e3:.2f} ms a block on average ({len(v)} blocks)"
+                        for label, v in (("encode", encode), ("decode/reduce", process)) if v)
         print(f"link {src}->{dst}: {len(keys)} blocks in {span * 1e3:.1f} ms, idle {idle * 1e3:.1f} ms, "
-              f"{mean:.2f} blocks on their way on average")
+              f"{mean:.2f} blocks on their way on average{codec}")
+        nan = float("nan")
         for k in keys:
-            print(f"  step {k[0]} block {k[1]:3}: start {start[k] * 1e3:9.2f}  landed {landed.get(k, float('nan')) * 1e3:9.2f}"
-                  f"  done {done.get(k, float('nan')) * 1e3:9.2f}")
+            print(f"  step {k[0]} block {k[1]:3}: start {start[k] * 1e3:9.2f}  encoded {encoded.get(k, nan) * 1e3:9.2f}"
+                  f"  landed {landed.get(k, nan) * 1e3:9.2f}  processed {processed.get(k, nan) * 1e3:9.2f}"
+                  f"  done {done.get(k, nan) * 1e3:9.2f}")
 
 
 if __name__ == "__main__":

@@ -8,8 +8,13 @@
 #   RANKS   ranks (default 4)                 CASE_TIMEOUT  seconds per case (default 300)
 #   COLLECTIVES  operations to run (default: all four)
 #   PERFTEST_PAIRS  how many ucx_perftest pairs run at once, each count a run (default: "1 RANKS-1 RANKS")
-#   LANES   transport lane counts to compare, e.g. "1 2": the uncompressed collectives run once more
-#           per count with UCCLZIP_TRANSPORT_LANES set, rows tagged "lanes":N (default: none)
+#   SWEEP   settings to compare, KNOB:VALUE each, e.g. "slots:4 pblock:32M": the collectives run
+#           once more per setting with its variable set, rows tagged "KNOB":"VALUE". Knobs: lanes
+#           (UCCLZIP_TRANSPORT_LANES), wakeups (UCCLZIP_STAGING_WAKEUPS), slots
+#           (UCCLZIP_DEVICE_SLOTS), pblock (UCCLZIP_PIPELINE_BLOCK_BYTES) (default: none)
+#   SWEEP_MODES  compression modes of those runs (default: off)
+#   SWEEP_OPS    operations of those runs (default: COLLECTIVES)
+#   LANES, WAKEUPS  values to compare, e.g. "1 2": short for SWEEP="lanes:1 lanes:2"
 #   AUTO_DECISIONS=1  logs at debug level (every mode of the run: a diagnosis, not a timing run)
 #           and keeps auto's decisions with the rates behind them in $OUT/OP-RANKS-TLS.decisions
 set -uo pipefail
@@ -23,32 +28,45 @@ declare -A transports=([tcp]=tcp [shm]=posix,sysv)
 summary="$OUT/collectives-summary.jsonl"
 : >"$summary"
 source "$(dirname "$0")/perftest.bash"
+# The settings SWEEP compares, and the variables that set them.
+declare -A knob_variables=([lanes]=UCCLZIP_TRANSPORT_LANES [wakeups]=UCCLZIP_STAGING_WAKEUPS
+  [slots]=UCCLZIP_DEVICE_SLOTS [pblock]=UCCLZIP_PIPELINE_BLOCK_BYTES)
+sweep=${SWEEP:-}
+for lanes in ${LANES:-}; do sweep+=" lanes:$lanes"; done
+for wakeups in ${WAKEUPS:-}; do sweep+=" wakeups:$wakeups"; done
+for setting in $sweep; do
+  [[ -n ${knob_variables[${setting%%:*}]:-} && $setting == *:* ]] || { echo "SWEEP: no knob '$setting'"; exit 2; }
+done
 
-# run OP RANKS SIZE TLSNAME [LANES]: one nccl-tests-style run, its JSON lines tagged and appended;
-# with LANES, uncompressed only, over that many transport lanes.
+# run OP RANKS SIZE TLSNAME [KNOB VALUE]: one nccl-tests-style run, its JSON lines tagged and
+# appended; with KNOB, in SWEEP_MODES, with that setting at VALUE.
 run() {
-  local op=$1 n=$2 size=$3 name=$4 lanes=${5:-}
-  local log="$OUT/$op-$n-$name${lanes:+-lanes$lanes}" modes=off,on,auto tag="\"tls_name\":\"$name\","
-  [[ -n $lanes ]] && modes=off tag+="\"lanes\":$lanes,"
-  local debug=""
-  [[ ${AUTO_DECISIONS:-0} == 1 && -z $lanes ]] && debug=1
-  ${debug:+env UCCLZIP_LOG_LEVEL=debug} ${lanes:+env UCCLZIP_TRANSPORT_LANES=$lanes} timeout -k 10 "$limit" "$bench" "$op" --ranks "$n" --memory device \
+  local op=$1 n=$2 size=$3 name=$4 knob=${5:-} value=${6:-}
+  local log="$OUT/$op-$n-$name${knob:+-$knob$value}" modes=off,on,auto tag="\"tls_name\":\"$name\"," setting=()
+  if [[ -n $knob ]]; then
+    modes=${SWEEP_MODES:-off} tag+="\"$knob\":\"$value\"," setting=(env "${knob_variables[$knob]}=$value")
+  elif [[ ${AUTO_DECISIONS:-0} == 1 ]]; then
+    setting=(env UCCLZIP_LOG_LEVEL=debug)
+  fi
+  "${setting[@]}" timeout -k 10 "$limit" "$bench" "$op" --ranks "$n" --memory device \
     --tls "${transports[$name]}" --compress "$modes" -b "$size" -e "$size" -n "$iters" -w 2 -c 1 -r 0 \
     --dist gaussian:0.02 --json >"$log.jsonl" 2>"$log.err" ||
-    echo "$op $n ranks $name${lanes:+ $lanes lanes}: failed (rc $?): $(tail -c 300 "$log.err")"
-  [[ -n $debug ]] && grep -h "auto:" "$log.err" >"$log.decisions"
+    echo "$op $n ranks $name${knob:+ $knob $value}: failed (rc $?): $(tail -c 300 "$log.err")"
+  [[ ${setting[1]:-} == UCCLZIP_LOG_LEVEL=debug ]] && grep -h "auto:" "$log.err" >"$log.decisions"
   sed "s/^{/{$tag/" "$log.jsonl" >>"$summary"
 }
 
-# run_collectives TLSNAME [LANES]: every operation at RANKS, broadcast also at 2.
+# run_collectives TLSNAME [KNOB VALUE]: every operation at RANKS, broadcast also at 2.
 run_collectives() {
   local op size
-  for op in ${COLLECTIVES:-allreduce allgather reducescatter broadcast}; do
+  local ops=${COLLECTIVES:-allreduce allgather reducescatter broadcast}
+  [[ -n ${2:-} ]] && ops=${SWEEP_OPS:-$ops}
+  for op in $ops; do
     # 256 MB per rank: nccl-tests' size is the whole gathered buffer for allgather.
     size=256M
     [[ $op == allgather ]] && size=$((256 * ranks))M
-    run "$op" "$ranks" "$size" "$1" "${2:-}"
-    [[ $op == broadcast ]] && run broadcast 2 256M "$1" "${2:-}"
+    run "$op" "$ranks" "$size" "$1" "${2:-}" "${3:-}"
+    [[ $op == broadcast ]] && run broadcast 2 256M "$1" "${2:-}" "${3:-}"
   done
 }
 
@@ -67,14 +85,14 @@ for name in tcp shm; do
     --pattern shift --min_bytes 256M --max_bytes 256M --iters "$iters" --warmup 2 --latency_iters 0 --json \
     2>"$OUT/shift-$name.err" | sed "s/^{/{\"tls_name\":\"$name\",/" | grep '^{' >>"$summary"
   run_collectives "$name"
-  for lanes in ${LANES:-}; do run_collectives "$name" "$lanes"; done
+  for setting in $sweep; do run_collectives "$name" "${setting%%:*}" "${setting#*:}"; done
 done
 
 python3 - "$summary" "$ranks" <<'PY'
 import json, sys
 all_rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
-rows = [r for r in all_rows if "lanes" not in r]
-lane_rows = [r for r in all_rows if "lanes" in r]
+knobs = ("lanes", "wakeups", "slots", "pblock")  # SWEEP's reruns
+rows = [r for r in all_rows if not any(k in r for k in knobs)]
 ranks = int(sys.argv[2])
 perf = {(r["tls_name"], r["pairs"]): r["busbw_GBps"] for r in rows if r["bench"] == "ucx_perftest"}
 print(f"{'op':13} {'ranks':>5} {'tls':4} {'mode':5} {'time(ms)':>9} {'busbw':>8} {'ratio':>6} {'vs off':>7} {'#wrong':>6}")
@@ -100,22 +118,31 @@ for name in sorted({n for n, _ in perf}):
     b = {r["ranks"]: r["time_us"] for r in rows if r["bench"] == "broadcast" and r["tls_name"] == name and r["compress"] == "on"}
     if ranks in b and 2 in b:
         print(f"broadcast over {name}, compressed: {ranks - 1} receivers take {b[ranks] / b[2]:.2f}x the time of one")
-# Uncompressed, per transport lane count (LANES), against the first count of the run.
-for r in lane_rows:
-    same = [x for x in lane_rows if x["bench"] == r["bench"] and x["ranks"] == r["ranks"] and x["tls_name"] == r["tls_name"]]
-    first = same[0]
-    print(f"lanes {r['lanes']}: {r['bench']:13} {r['ranks']:5} {r['tls_name']:4} off {r['time_us'] / 1e3:9.1f} ms "
-          f"{r['busbw_GBps']:8.3f} GB/s, {first['time_us'] / r['time_us']:.2f}x lanes {first['lanes']}, {r['wrong']} wrong")
-for lanes in sorted({r["lanes"] for r in lane_rows}):
-    for name in sorted({n for n, _ in perf}):
-        off = [r for r in lane_rows if r["lanes"] == lanes and r["bench"] == "allreduce" and r["tls_name"] == name]
-        bw = perf.get((name, ranks))
-        if off and bw:
-            print(f"lanes {lanes}: uncompressed allreduce busbw over {name} is {100 * off[0]['busbw_GBps'] / bw:.0f} % "
-                  f"of ucx_perftest with {ranks} pairs at once")
-        b = {r["ranks"]: r["time_us"] for r in lane_rows
-             if r["lanes"] == lanes and r["bench"] == "broadcast" and r["tls_name"] == name}
-        if ranks in b and 2 in b:
-            print(f"lanes {lanes}: broadcast over {name}, uncompressed: {ranks - 1} receivers take "
-                  f"{b[ranks] / b[2]:.2f}x the time of one")
+# Per setting of each knob (SWEEP): each row against the main run's row of the same case and
+# mode, and against the same setting's uncompressed row.
+def same_case(x, r):
+    return x["bench"] == r["bench"] and x["ranks"] == r["ranks"] and x["tls_name"] == r["tls_name"]
+for knob in knobs:
+    knob_rows = [r for r in all_rows if knob in r]
+    for r in knob_rows:
+        main = next((x for x in rows if same_case(x, r) and x.get("compress") == r["compress"]), None)
+        off = next((x for x in knob_rows if x[knob] == r[knob] and same_case(x, r) and x["compress"] == "off"), None)
+        against = f", {main['time_us'] / r['time_us']:.2f}x the default" if main else ""
+        vs_off = f", {off['time_us'] / r['time_us']:.2f}x off" if off and r["compress"] != "off" else ""
+        print(f"{knob} {r[knob]}: {r['bench']:13} {r['ranks']:5} {r['tls_name']:4} {r['compress']:5} {r['time_us'] / 1e3:9.1f} ms "
+              f"{r['busbw_GBps']:8.3f} GB/s{against}{vs_off}, {r['wrong']} wrong")
+    for value in sorted({r[knob] for r in knob_rows}):
+        for name in sorted({n for n, _ in perf}):
+            off = [r for r in knob_rows if r[knob] == value and r["bench"] == "allreduce" and r["tls_name"] == name
+                   and r["compress"] == "off"]
+            bw = perf.get((name, ranks))
+            if off and bw:
+                print(f"{knob} {value}: uncompressed allreduce busbw over {name} is {100 * off[0]['busbw_GBps'] / bw:.0f} % "
+                      f"of ucx_perftest with {ranks} pairs at once")
+            for mode in ("off", "on"):
+                b = {r["ranks"]: r["time_us"] for r in knob_rows
+                     if r[knob] == value and r["bench"] == "broadcast" and r["tls_name"] == name and r["compress"] == mode}
+                if ranks in b and 2 in b:
+                    print(f"{knob} {value}: broadcast over {name}, compression {mode}: {ranks - 1} receivers take "
+                          f"{b[ranks] / b[2]:.2f}x the time of one")
 PY

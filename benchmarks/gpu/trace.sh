@@ -1,15 +1,18 @@
 #!/usr/bin/env bash
-# Block timelines of the uncompressed chain and ring (UCCLZIP_LOG_LEVEL=debug: one line per
-# block started, landed and done on every rank), to see where a pipeline waits: broadcast from
-# 4 ranks (also in place) and from 2 (a send to one, the chain's yardstick), allgather and allreduce, over tcp,
-# host and device memory, 256 MB per rank, one warm-up and two timed iterations. The logs go to
-# $OUT/trace-*.log; benchmarks/trace_summary.py reads them and prints each link's idle time and
-# blocks in flight.
+# Block timelines of the chain and ring, uncompressed unless TRACE_COMPRESS says
+# (UCCLZIP_LOG_LEVEL=debug: one line per block started, encoded, landed, processed and done on
+# every rank), to see where a pipeline waits: broadcast from 4 ranks (also in place) and from 2
+# (a send to one, the chain's yardstick), allgather and allreduce, over tcp, host and device
+# memory, 256 MB per rank, one warm-up and two timed iterations. The logs go to
+# $OUT/trace-*.log; benchmarks/trace_summary.py reads them and prints each link's idle time,
+# blocks in flight and codec time per block.
 # Then one-way device send/recv of 256 MB, uncompressed, staged (UCX 1.13) and, where
 # scripts/gpu-run built against the CUDA-enabled UCX, GPU-direct (cuda_ipc), over tcp and shm:
 # where a direct block's time goes against ucx_perftest's one message.
 #   BUILD   build folder (default: build)     TRACE_MEMORY  memories of the collectives (default: host device)
 #   TRACE_RUNS  the collectives, OP:RANKS[:in_place] (default: all five above)
+#   TRACE_COMPRESS  compression modes of the collectives' traces, e.g. "off on" (default off; a
+#           compressed trace also shows each frame's encode and each block's decode or reduction)
 #   TRACE_SENDRECV=0  leaves out the send/recv traces
 #   CU13_BUILD, CU13_UCX  as scripts/gpu-run sets them (the direct path's build and UCX)
 set -uo pipefail
@@ -22,14 +25,17 @@ for memory in ${TRACE_MEMORY:-host device}; do
     IFS=: read -r op ranks placement <<<"$run"
     size=256M
     [[ $op == allgather ]] && size=1G
-    name=trace-$op-$ranks-$memory${placement:+-$placement}
-    UCCLZIP_LOG_LEVEL=debug timeout -k 10 200 "$bench" "$op" --ranks "$ranks" --memory "$memory" --tls tcp --compress off \
-      -b "$size" -e "$size" -n 2 -w 1 -c 0 --dist gaussian:0.02 --in_place="$([[ -n $placement ]] && echo true || echo false)" \
-      >"$OUT/$name.out" 2>"$OUT/$name.log" ||
-      echo "$op $ranks ranks $memory failed: $(tail -c 300 "$OUT/$name.log")"
-    python3 "$(dirname "$0")/../trace_summary.py" "$OUT/$name.log" "$op" >"$OUT/$name.txt"
-    echo "$op, $ranks ranks, $memory memory${placement:+, in place}: $(grep -v '^#' "$OUT/$name.out" | tail -1)"
-    grep "^link" "$OUT/$name.txt"
+    for mode in ${TRACE_COMPRESS:-off}; do
+      name=trace-$op-$ranks-$memory${placement:+-$placement}
+      [[ $mode != off ]] && name+=-$mode
+      UCCLZIP_LOG_LEVEL=debug timeout -k 10 200 "$bench" "$op" --ranks "$ranks" --memory "$memory" --tls tcp --compress "$mode" \
+        -b "$size" -e "$size" -n 2 -w 1 -c 0 --dist gaussian:0.02 --in_place="$([[ -n $placement ]] && echo true || echo false)" \
+        >"$OUT/$name.out" 2>"$OUT/$name.log" ||
+        echo "$op $ranks ranks $memory $mode failed: $(tail -c 300 "$OUT/$name.log")"
+      python3 "$(dirname "$0")/../trace_summary.py" "$OUT/$name.log" "$op" >"$OUT/$name.txt"
+      echo "$op, $ranks ranks, $memory memory${placement:+, in place}, compression $mode: $(grep -v '^#' "$OUT/$name.out" | tail -1)"
+      grep "^link" "$OUT/$name.txt"
+    done
   done
 done
 

@@ -63,6 +63,16 @@ struct CommunicatorOptions {
   // Pinned host memory for staging device buffers when UCX cannot take them (allocated once,
   // on first use, half for sends and half for receives); at least one block per direction.
   size_t staging_pool_bytes = size_t{64} << 20;
+  // Whether the transport's progress thread sleeps while staging copies run, woken by each
+  // copy's completion, instead of polling the copies. Polling keeps one core busy per
+  // transport lane for the whole of a staged transfer (with 2 lanes and 4 ranks on one host,
+  // up to 8 such threads beside UCX's own TCP copies); sleeping gives that CPU back. It costs
+  // a CUDA host function per copy (which also holds the stream's next copy until it has run)
+  // and, once the thread has found nothing to do for 200 us and gone to sleep, a thread
+  // wake-up before it sees a copy done. On since H200 run s6-1, where it made the staged
+  // 4-rank broadcast chain over tcp 1.16x (uncompressed) and 1.25x (compressed) faster
+  // (docs/TRANSPORT.md, "Copy wake-ups").
+  bool staging_copy_wakeups = true;
   // Independent UCX transports ("lanes": each its own UCX context, worker, endpoints, progress
   // thread and staging pool) per communicator, 1 to 8. Rank r sends on lane r % N and receives
   // from peer p on lane p % N, so that with 2 a ring or chain neighbour's incoming and outgoing
@@ -97,12 +107,13 @@ struct CommunicatorOptions {
   size_t pipeline_block_bytes = size_t{16} << 20;
   // kAuto leaves messages smaller than this uncompressed.
   size_t min_compress_bytes = size_t{256} << 10;
-  // Device codec slots (workspace, frame buffer and stream for one block) per peer for sends,
-  // and two more for receives (what keeps rings moving), allocated on the first device
-  // operation: bounded memory, none allocated after that (docs/PIPELINE.md, "Resources").
-  // Also the number of pipeline blocks that may be on their way to one peer at once (a plain
-  // run of a Send's consecutive uncompressed blocks, one transfer, counting as one): more only
-  // interleave on the wire and slow each other down.
+  // How many pipeline blocks may be on their way to one peer at once (a plain run of a Send's
+  // consecutive uncompressed blocks, one transfer, counting as one). Each peer has this many
+  // plus 2 device codec slots (workspace, frame buffer and stream for one block) for sends, in
+  // which the next frames encode while those blocks are on the wire, and this many plus 2 for
+  // receives (what keeps rings moving), allocated on the first device operation: bounded
+  // memory, none allocated after that, about 448 MB per peer with the defaults
+  // (docs/PIPELINE.md, "Resources").
   int device_slots = 2;
   // Threads of the CPU codec, which codes the blocks of host buffers, the pipeline thread
   // included; 0 means DefaultHostCodecThreads() (include/ucclzip/codec.h): half the cores, at

@@ -105,7 +105,8 @@ absl::Status Engine::EnsureDevice(int device) {
   std::vector<std::unique_ptr<DeviceSlotPool>> send(lanes_.size()), recv(lanes_.size());
   for (int peer = 0; peer < lanes_.size(); ++peer) {
     if (peer == rank_) continue;
-    absl::StatusOr<std::unique_ptr<DeviceSlotPool>> s = DeviceSlotPool::Create(options_.device_slots, block_bytes, false);
+    absl::StatusOr<std::unique_ptr<DeviceSlotPool>> s =
+        DeviceSlotPool::Create(options_.device_slots + kEncodeAheadBlocks, block_bytes, false);
     if (!s.ok()) return s.status();
     // A ring forwards a block up to kLinkGroupBlocks places after it arrived and holds its
     // receive slot until then: more receive slots than that per peer keep every ring moving

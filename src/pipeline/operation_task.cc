@@ -16,6 +16,7 @@ OperationTask::OperationTask(OperationSpec spec, int world_size)
       first_send_sequence_(world_size),
       first_recv_sequence_(world_size),
       next_send_(world_size),
+      next_window_(world_size),
       next_parts_(world_size) {
   const Schedule& schedule = spec_.schedule;
   for (size_t s = 0; s < schedule.sends.size(); ++s) {
@@ -210,7 +211,7 @@ bool OperationTask::waits_on_gpu() const {
   if (spec_.input_ready != nullptr && !input_seen_ready_) return true;
   if (copies_ == CopyStage::kRunning) return true;
   for (const SendBlock& block : send_blocks_) {
-    if (block.stage == SendStage::kEncoding) return true;
+    if (block.stage == SendStage::kEncoding && !block.encoded) return true;
   }
   for (const RecvBlock& block : recv_blocks_) {
     if (block.stage == RecvStage::kProcessing) return true;

@@ -105,8 +105,8 @@ class OperationTask {
   // Done, or failed with nothing left in flight.
   bool finished() const;
   // Whether this task will start no more sends to `peer` (post no more receives from it): all
-  // started, or the task failed.
-  bool sends_started_to(int peer) const { return !status_.ok() || next_send_[peer] == send_order_[peer].size(); }
+  // started and within the send window, or the task failed.
+  bool sends_started_to(int peer) const { return !status_.ok() || next_window_[peer] == send_order_[peer].size(); }
   bool recvs_posted_from(int peer) const { return !status_.ok() || next_parts_[peer] == recv_order_[peer].size(); }
   // True while the task waits on the GPU (the engine then polls instead of sleeping).
   bool waits_on_gpu() const;
@@ -148,6 +148,7 @@ class OperationTask {
     std::unique_ptr<uint8_t[]> host_frame;
     DeviceSlot* slot = nullptr;
     bool slot_borrowed = false;  // the slot of the receive block this one re-encodes
+    bool encoded = false;  // a device frame's encode has finished
     bool raw_posted = false;
     // Which of the policy's meters times this block, from `meter_start` (its post, or its
     // encode's start) to its send's completion.
@@ -216,10 +217,15 @@ class OperationTask {
   // The plain run a plain block starts: the following blocks that go plainly too, where the
   // operation is a point-to-point send (collectives forward and reduce block by block).
   PlainRun FormPlainRun(TaskContext& context, const SendBlock& block);
+  // Encodes a device frame ahead, before the send window has room for it (false: the block is
+  // not a device frame, or no slot is free).
+  bool StartAhead(TaskContext& context, SendBlock& block);
+  // A block started ahead takes the send window and posts its envelope (false: no room yet).
+  bool TakeWindow(TaskContext& context, SendBlock& block);
   void StartForward(TaskContext& context, SendBlock& block);
   void StartPlain(TaskContext& context, SendBlock& block, const uint8_t* source);
   void StartHostFrame(TaskContext& context, SendBlock& block, const uint8_t* source);
-  bool StartDeviceFrame(TaskContext& context, SendBlock& block, const uint8_t* source);
+  bool StartDeviceFrame(TaskContext& context, SendBlock& block, const uint8_t* source, bool windowed);
   bool AdvanceEncoding(TaskContext& context, SendBlock& block);
   void SendRest(TaskContext& context, SendBlock& block, const uint8_t* head, const uint8_t* frame, uint64_t frame_bytes,
                 transport::MemoryType frame_memory);
@@ -271,6 +277,9 @@ class OperationTask {
   std::vector<uint32_t> first_send_sequence_;
   std::vector<uint32_t> first_recv_sequence_;
   std::vector<uint32_t> next_send_;   // per peer: the next block to start
+  // Per peer: the next block to take the send window. Blocks from here to next_send_ are device
+  // frames encoding ahead: their slot taken, their envelope not yet posted.
+  std::vector<uint32_t> next_window_;
   std::vector<uint32_t> next_parts_;  // per peer: the next block to post its parts
   bool envelopes_posted_ = false;
 

@@ -318,6 +318,7 @@ bool OperationTask::Process(TaskContext& context, RecvBlock& block) {
     if (status.ok() && local != nullptr) ReduceHost(combiner, decoded, local, result, elements);
     context.stats->codec_seconds += absl::ToDoubleSeconds(absl::Now() - block.codec_start);
     FailBlock("recv", block.step, block.index, status);
+    TraceBlock("recv", block.step, block.index, "processed");
     block.stage = RecvStage::kDone;
     return true;
   }
@@ -343,6 +344,7 @@ bool OperationTask::FinishProcessing(TaskContext& context, RecvBlock& block) {
   status.Update(block.slot->codec->StreamStatus(block.slot->stream));
   FailBlock("recv", block.step, block.index, status);
   context.stats->codec_seconds += absl::ToDoubleSeconds(absl::Now() - block.codec_start);
+  TraceBlock("recv", block.step, block.index, "processed");
   block.stage = RecvStage::kDone;
   return true;
 }

@@ -1,10 +1,13 @@
 // Send blocks: each starts in its link's sequence order once its source is ready and the send
 // window has room. A block of the caller's elements, or of a reduced result, is sent plainly
 // or as a frame (compress-or-not per block); device frames leave in parts, the raw plane as
-// soon as the split stage is done (split-send). A plain block of a point-to-point send takes
-// the following blocks that go plainly too into one plain run, whose bytes leave as one
-// transport message (plain_run.h). A forwarded block re-sends the parts of a received block
-// exactly as they arrived, with no re-coding.
+// soon as the split stage is done (split-send). A device frame may also start encoding ahead,
+// while the window is full, in a send slot beyond the window's blocks, and takes the window in
+// link order once there is room: the blocks on their way share the link and land about
+// together, and without encoding ahead the link waited for the next frames' encodes (H200 run
+// s6-1). A plain block of a point-to-point send takes the following blocks that go plainly too
+// into one plain run, whose bytes leave as one transport message (plain_run.h). A forwarded
+// block re-sends the parts of a received block exactly as they arrived, with no re-coding.
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -71,22 +74,31 @@ bool OperationTask::AdvanceSends(TaskContext& context) {
   }
   // Each link's blocks start strictly in sequence order (after every earlier task's on that
   // link), each once its source is ready and the window to the peer has room; a device frame of
-  // the caller's elements also needs a slot. A plain run starts all its blocks at once and takes
-  // the window's room of its first block only: it is one transfer, as a block is, and the next
-  // may start beside it (send_window.h).
+  // the caller's elements also needs a slot. Device frames may start ahead of the window, and
+  // take it in the same order. A plain run starts all its blocks at once and takes the window's
+  // room of its first block only: it is one transfer, as a block is, and the next may start
+  // beside it (send_window.h).
   for (size_t peer = 0; peer < send_order_.size(); ++peer) {
     const std::vector<uint32_t>& link = send_order_[peer];
     if (!(*context.sends_open)[peer]) continue;
+    while (status_.ok() && next_window_[peer] < next_send_[peer] && TakeWindow(context, send_blocks_[link[next_window_[peer]]])) {
+      ++next_window_[peer];
+      moved = true;
+    }
     while (status_.ok() && next_send_[peer] < link.size() && InputReady()) {
       SendBlock& block = send_blocks_[link[next_send_[peer]]];
       if (!SourceReady(block)) break;
       const SendStep& step = spec_.schedule.sends[block.step];
       const uint64_t bytes = BlockElements(step.chunk.count, block.index) * ElementSize(spec_.dtype);
-      if (!context.send_window->TryTake(step.peer, bytes)) break;
-      block.window_bytes = bytes;
-      if (!StartSend(context, block)) {
-        context.send_window->Release(step.peer, bytes);
-        block.window_bytes = 0;
+      if (next_window_[peer] == next_send_[peer] && context.send_window->TryTake(step.peer, bytes)) {
+        block.window_bytes = bytes;
+        if (!StartSend(context, block)) {
+          context.send_window->Release(step.peer, bytes);
+          block.window_bytes = 0;
+          break;
+        }
+        next_window_[peer] += block.run_blocks;
+      } else if (!StartAhead(context, block)) {
         break;
       }
       TraceBlock("send", block.step, block.index, "started");
@@ -159,7 +171,27 @@ bool OperationTask::StartSend(TaskContext& context, SendBlock& block) {
     block.slot = reduced->slot;
     block.slot_borrowed = true;
   }
-  return StartDeviceFrame(context, block, source);
+  return StartDeviceFrame(context, block, source, block.window_bytes != 0);
+}
+
+bool OperationTask::StartAhead(TaskContext& context, SendBlock& block) {
+  if (spec_.schedule.sends[block.step].source == SendStep::Source::kForward || spec_.memory != MemoryType::kDevice) {
+    return false;
+  }
+  if (!FramePlanOf(context, block)) return false;
+  return StartSend(context, block);
+}
+
+bool OperationTask::TakeWindow(TaskContext& context, SendBlock& block) {
+  // Only while the task is well: a block that failed (and with it the task) takes no window.
+  const SendStep& step = spec_.schedule.sends[block.step];
+  const uint64_t bytes = BlockElements(step.chunk.count, block.index) * ElementSize(spec_.dtype);
+  if (!context.send_window->TryTake(step.peer, bytes)) return false;
+  block.window_bytes = bytes;
+  block.envelope = EncodeEnvelope(BlockEnvelope(block, BlockKind::kFrame));
+  PostSend(context, block, block.envelope.data(), kEnvelopeBytes, MemoryType::kHost, kEnvelopeStream);
+  StartMeter(context, block, SendBlock::Meter::kCompressed, bytes, block.codec_start);
+  return true;
 }
 
 void OperationTask::StartForward(TaskContext& context, SendBlock& block) {
@@ -237,7 +269,7 @@ void OperationTask::StartHostFrame(TaskContext& context, SendBlock& block, const
   SendRest(context, block, block.host_frame.get(), block.host_frame.get(), *frame_bytes, MemoryType::kHost);
 }
 
-bool OperationTask::StartDeviceFrame(TaskContext& context, SendBlock& block, const uint8_t* source) {
+bool OperationTask::StartDeviceFrame(TaskContext& context, SendBlock& block, const uint8_t* source, bool windowed) {
   const SendStep& step = spec_.schedule.sends[block.step];
   if (block.slot == nullptr) {
     block.slot = context.send_slots[step.peer]->TryAcquire();
@@ -268,17 +300,20 @@ bool OperationTask::StartDeviceFrame(TaskContext& context, SendBlock& block, con
     RetireSend(context, block);
     return true;
   }
-  block.envelope = EncodeEnvelope(BlockEnvelope(block, BlockKind::kFrame));
-  PostSend(context, block, block.envelope.data(), kEnvelopeBytes, MemoryType::kHost, kEnvelopeStream);
-  StartMeter(context, block, SendBlock::Meter::kCompressed, elements * ElementSize(spec_.dtype), block.codec_start);
   block.stage = SendStage::kEncoding;
+  if (windowed) {
+    block.envelope = EncodeEnvelope(BlockEnvelope(block, BlockKind::kFrame));
+    PostSend(context, block, block.envelope.data(), kEnvelopeBytes, MemoryType::kHost, kEnvelopeStream);
+    StartMeter(context, block, SendBlock::Meter::kCompressed, elements * ElementSize(spec_.dtype), block.codec_start);
+  }
   return true;
 }
 
 bool OperationTask::AdvanceEncoding(TaskContext& context, SendBlock& block) {
   DeviceSlot* slot = block.slot;
+  const bool windowed = block.window_bytes != 0;
   bool moved = false;
-  if (!block.raw_posted) {
+  if (!block.raw_posted && windowed && !block.encoded) {
     absl::StatusOr<bool> split = EventDone(slot->split_done);
     if (split.ok() && *split) {
       PostSend(context, block, slot->frame + block.plan.raw_offset, block.plan.raw_bytes, MemoryType::kDevice, kRawStream);
@@ -288,15 +323,26 @@ bool OperationTask::AdvanceEncoding(TaskContext& context, SendBlock& block) {
       FailBlock("send", block.step, block.index, split.status());
     }
   }
-  absl::StatusOr<bool> encoded = EventDone(slot->codec_done);
-  if (encoded.ok() && !*encoded && status_.ok()) return moved;
-  absl::Status status = encoded.status();
-  // The stream has finished: this reports (and clears) an encoder error without waiting.
-  status.Update(slot->codec->StreamStatus(slot->stream));
-  context.stats->codec_seconds += absl::ToDoubleSeconds(absl::Now() - block.codec_start);
-  if (!status.ok() || !status_.ok()) {
-    FailBlock("send", block.step, block.index, status);
-    block.stage = SendStage::kSending;  // drains what was posted, then releases the slot
+  if (!block.encoded) {
+    absl::StatusOr<bool> encoded = EventDone(slot->codec_done);
+    if (encoded.ok() && !*encoded && status_.ok()) return moved;
+    absl::Status status = encoded.status();
+    // The stream has finished: this reports (and clears) an encoder error without waiting.
+    status.Update(slot->codec->StreamStatus(slot->stream));
+    context.stats->codec_seconds += absl::ToDoubleSeconds(absl::Now() - block.codec_start);
+    if (!status.ok() || !status_.ok()) {
+      FailBlock("send", block.step, block.index, status);
+      block.stage = SendStage::kSending;  // drains what was posted, then releases the slot
+      return true;
+    }
+    block.encoded = true;
+    TraceBlock("send", block.step, block.index, "encoded");
+    moved = true;
+  }
+  // Encoded ahead: the frame waits for the window (AdvanceSends), or for the task's end.
+  if (!windowed) {
+    if (status_.ok()) return moved;
+    block.stage = SendStage::kSending;
     return true;
   }
   if (!block.raw_posted) {

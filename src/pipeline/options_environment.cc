@@ -118,6 +118,7 @@ absl::StatusOr<CommunicatorOptions> WithEnvironmentDefaults(const CommunicatorOp
             [](absl::string_view v) -> absl::StatusOr<std::optional<absl::Duration>> { return ParseTime(v, true); },
             options),
       Apply(rank, "UCCLZIP_HOLD_STREAM", &O::hold_caller_stream, ParseSwitch, options),
+      Apply(rank, "UCCLZIP_STAGING_WAKEUPS", &O::staging_copy_wakeups, ParseSwitch, options),
   };
   for (const absl::Status& status : statuses) {
     if (!status.ok()) return status;

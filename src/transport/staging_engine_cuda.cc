@@ -3,6 +3,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "transport/event_fd.h"
 #include "transport/staging_engine.h"
 
 namespace ucclzip::transport {
@@ -13,10 +14,15 @@ absl::Status CudaError(cudaError_t error, absl::string_view what) {
   return absl::InternalError(absl::StrCat("staging: ", what, ": ", cudaGetErrorString(error)));
 }
 
+// Queued behind a copy (and its event) on the copy's stream; runs on a CUDA driver thread, so
+// it makes no CUDA call.
+void CUDART_CB SignalCopyDone(void* copy_done_fd) { SignalEventFd(*static_cast<const int*>(copy_done_fd)); }
+
 class CudaStagingEngine final : public StagingEngine {
  public:
-  CudaStagingEngine(int device) : device_(device) {}
+  CudaStagingEngine(int device, int copy_done_fd) : device_(device), copy_done_fd_(copy_done_fd) {}
   ~CudaStagingEngine() override {
+    // Synchronising the streams also waits for their host functions, which read copy_done_fd_.
     cudaSetDevice(device_);
     for (cudaStream_t stream : streams_) {
       if (stream != nullptr) {
@@ -62,6 +68,12 @@ class CudaStagingEngine final : public StagingEngine {
     }
     uint32_t ticket = free_events_.back();
     if (cudaError_t e = cudaEventRecord(events_[ticket], stream); e != cudaSuccess) return CudaError(e, "cudaEventRecord");
+    // After the event record, so that the event is complete by the time the fd is signalled.
+    if (copy_done_fd_ >= 0) {
+      if (cudaError_t e = cudaLaunchHostFunc(stream, SignalCopyDone, &copy_done_fd_); e != cudaSuccess) {
+        return CudaError(e, "cudaLaunchHostFunc");
+      }
+    }
     free_events_.pop_back();
     return ticket;
   }
@@ -76,6 +88,7 @@ class CudaStagingEngine final : public StagingEngine {
 
  private:
   int device_;
+  int copy_done_fd_;  // signalled after every copy, -1: none (never changes; a host function reads it)
   cudaStream_t streams_[2] = {nullptr, nullptr};  // [0] device to staging, [1] staging to device
   std::vector<cudaEvent_t> events_;
   std::vector<uint32_t> free_events_;
@@ -83,8 +96,8 @@ class CudaStagingEngine final : public StagingEngine {
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<StagingEngine>> MakeCudaStagingEngine(int device, size_t max_copies) {
-  auto engine = std::make_unique<CudaStagingEngine>(device);
+absl::StatusOr<std::unique_ptr<StagingEngine>> MakeCudaStagingEngine(int device, size_t max_copies, int copy_done_fd) {
+  auto engine = std::make_unique<CudaStagingEngine>(device, copy_done_fd);
   if (absl::Status s = engine->Init(max_copies); !s.ok()) return s;
   return engine;
 }

@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "logging/logging.h"
+#include "transport/event_fd.h"
 #include "transport/staging_path.h"
 #include "transport/status_context.h"
 #include "transport/wire_bytes.h"
@@ -244,11 +245,7 @@ std::shared_ptr<Request> Transport::Post(OpKind kind, int peer, uint8_t* data, s
   return request;
 }
 
-void Transport::Wake() {
-  uint64_t one = 1;
-  // A full counter already means "wake up"; nothing else can go wrong with an eventfd.
-  [[maybe_unused]] ssize_t written = write(wake_fd_, &one, sizeof(one));
-}
+void Transport::Wake() { SignalEventFd(wake_fd_); }
 
 absl::Status Transport::FirstPeerFailure() {
   if (!any_peer_failed_.load(std::memory_order_acquire)) return absl::OkStatus();
@@ -303,6 +300,8 @@ Transport::~Transport() {
   }
   active_.clear();
   abandoned_.clear();
+  // The staging engines before the eventfd their copies signal: a CUDA engine's host functions
+  // may write to it until its destructor has synchronised its streams.
   device_staging_.reset();
   host_staging_.reset();
   if (wake_fd_ >= 0) close(wake_fd_);

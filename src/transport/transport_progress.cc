@@ -145,11 +145,13 @@ absl::StatusOr<StagingPath*> Transport::StagingPathFor(MemoryType type, int devi
   // staged, so the option only matters here, where the larger size is what works.
   const size_t pool_bytes = std::max(options_.staging_pool_bytes, 2 * options_.block_bytes);
   const size_t blocks = pool_bytes / options_.block_bytes / 2;
+  // Without wake-ups the progress thread polls the copies, and signals would only pile up.
+  const int copy_done_fd = options_.staging_copy_wakeups ? wake_fd_ : -1;
   std::unique_ptr<StagingEngine> engine;
   if (type == MemoryType::kHost) {
-    engine = MakeHostStagingEngine();
+    engine = options_.host_staging_engine ? options_.host_staging_engine(copy_done_fd) : MakeHostStagingEngine(copy_done_fd);
   } else {
-    absl::StatusOr<std::unique_ptr<StagingEngine>> cuda = MakeCudaStagingEngine(device, 2 * blocks);
+    absl::StatusOr<std::unique_ptr<StagingEngine>> cuda = MakeCudaStagingEngine(device, 2 * blocks, copy_done_fd);
     if (!cuda.ok()) return cuda.status();
     engine = std::move(*cuda);
   }
@@ -443,8 +445,9 @@ bool Transport::RetireFinished() {
 }
 
 void Transport::WaitForEvents() {
-  // CUDA copies cannot wake a file descriptor: keep polling them, politely.
-  if (copies_in_flight_ > 0) {
+  // Without staging_copy_wakeups nothing signals wake_fd_ when a copy finishes: keep polling
+  // the copies, politely. With it every finished copy does, so the thread sleeps as otherwise.
+  if (copies_in_flight_ > 0 && !options_.staging_copy_wakeups) {
     std::this_thread::yield();
     return;
   }
@@ -455,7 +458,8 @@ void Transport::WaitForEvents() {
     if (armed == UCS_ERR_BUSY) return;  // events arrived meanwhile
     if (armed == UCS_OK) count = 2;
   }
-  // Deadlines are checked at least every millisecond while operations are pending.
+  // Deadlines are checked at least every millisecond while operations are pending (and copies
+  // polled, should a wake-up ever go missing).
   int timeout_ms = active_.empty() && closing_.empty() ? 100 : 1;
   if (poll(fds, count, timeout_ms) > 0 && (fds[0].revents & POLLIN)) {
     uint64_t wakeups = 0;

@@ -1,13 +1,15 @@
 // The engine's resource rules played out without processes or a GPU, for every algorithm: each
 // rank's blocks move as operation_task.cc moves them (sends start in link order once their
 // source has landed, within the send window and, for encodes of the caller's elements, a send
-// slot; receives take a receive slot in link order once their envelope arrived and keep it
+// slot; a frame may start encoding ahead of the window and takes the window later, in link
+// order; receives take a receive slot in link order once their envelope arrived and keep it
 // until every send reading them is done), every block taking a slot as a device frame does
 // (the worst case), with transfers completing in random orders and in the order that holds
-// resources longest. With device_slots + kLinkGroupBlocks receive slots per peer, as the engine
-// allocates, every schedule finishes, alone or with others in one group (calls taking their
-// turns on each link); with kLinkGroupBlocks, one fewer than the bound of docs/COLLECTIVES.md,
-// a ring deadlocks, and so does a group whose calls do not take turns.
+// resources longest. With the engine's slots (device_slots + kEncodeAheadBlocks send slots and
+// device_slots + kLinkGroupBlocks receive slots per peer) every schedule finishes, alone or
+// with others in one group (calls taking their turns on each link); with kLinkGroupBlocks
+// receive slots, one fewer than the bound of docs/COLLECTIVES.md, a ring deadlocks, and so
+// does a group whose calls do not take turns.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -16,6 +18,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "collectives/schedules.h"
+#include "pipeline/device_slots.h"
 
 namespace ucclzip::collectives {
 namespace {
@@ -31,7 +34,18 @@ struct Limits {
   int recv_slots = 4;  // per peer (device_slots + kLinkGroupBlocks)
   // Calls in flight at once take their turns on each link in call order (as the engine does).
   bool in_call_order = true;
+  // Frames start encoding while the window is full, in the send slots beyond it (as the
+  // engine does), and take the window later in link order; the envelope goes with the window.
+  bool encode_ahead = false;
 };
+
+// What the engine allocates and allows for a given device_slots.
+Limits EngineLimits(int device_slots) {
+  return Limits{.window = device_slots,
+                .send_slots = device_slots + pipeline::kEncodeAheadBlocks,
+                .recv_slots = device_slots + static_cast<int>(pipeline::kLinkGroupBlocks),
+                .encode_ahead = true};
+}
 
 // How the next move is chosen among those possible.
 enum class Order { kRandom, kHoldLongest };
@@ -59,6 +73,7 @@ class Simulation {
         op.ranks.emplace_back();
         OpRank& state = op.ranks.back();
         state.next_send.assign(world_, 0);
+        state.next_window.assign(world_, 0);
         state.next_post.assign(world_, 0);
         for (int p = 0; p < world_; ++p) {
           state.send_state.emplace_back(op.orders[r].sends[p].size(), kWaiting);
@@ -87,14 +102,15 @@ class Simulation {
   }
 
  private:
-  enum State { kWaiting, kStarted, kLanded, kDone };
+  // kAhead: a frame encoding ahead of the window (its send slot held, its envelope not sent).
+  enum State { kWaiting, kAhead, kStarted, kLanded, kDone };
   // A rank's resources, shared by the operations.
   struct Rank {
     std::vector<int> in_flight, send_slots, recv_slots;
   };
   // One operation on one rank.
   struct OpRank {
-    std::vector<size_t> next_send, next_post;
+    std::vector<size_t> next_send, next_window, next_post;
     std::vector<std::vector<State>> send_state;  // per peer, by link position
     std::vector<std::vector<State>> recv_state;  // kStarted: posted (slot held); kDone: retired
   };
@@ -114,7 +130,7 @@ class Simulation {
     for (size_t e = 0; limits_.in_call_order && e < o; ++e) {
       const OpRank& theirs = ops_[e].ranks[r];
       const auto& link = sends ? ops_[e].orders[r].sends[p] : ops_[e].orders[r].recvs[p];
-      if ((sends ? theirs.next_send[p] : theirs.next_post[p]) < link.size()) return false;
+      if ((sends ? theirs.next_window[p] : theirs.next_post[p]) < link.size()) return false;
     }
     return true;
   }
@@ -126,8 +142,16 @@ class Simulation {
       Rank& rank = ranks_[r];
       OpRank& mine = op.ranks[r];
       for (int p = 0; p < world_; ++p) {
-        // The next send to p.
+        // The next frame encoded ahead takes the window.
         const auto& sends = op.orders[r].sends[p];
+        if (size_t k = mine.next_window[p]; k < mine.next_send[p] && rank.in_flight[p] < limits_.window) {
+          grabs.push_back([&rank, &mine, p, k] {
+            mine.send_state[p][k] = kStarted;
+            ++rank.in_flight[p];
+            ++mine.next_window[p];
+          });
+        }
+        // The next send to p: within the window, or a frame ahead of it.
         if (size_t k = mine.next_send[p]; k < sends.size() && EarlierStarted(o, r, p, true)) {
           const StepBlock at = sends[k];
           const SendStep& step = schedule.sends[at.step];
@@ -136,10 +160,13 @@ class Simulation {
           const bool source_ready =
               step.recv_step < 0 ||
               mine.recv_state[from][PositionOf(op.orders[r].recvs[from], {step.recv_step, at.block})] >= kLanded;
-          if (source_ready && rank.in_flight[p] < limits_.window && (!encodes || rank.send_slots[p] < limits_.send_slots)) {
-            grabs.push_back([&rank, &mine, p, k, encodes] {
-              mine.send_state[p][k] = kStarted;
-              ++rank.in_flight[p];
+          const bool slot = !encodes || rank.send_slots[p] < limits_.send_slots;
+          const bool windowed = mine.next_window[p] == k && rank.in_flight[p] < limits_.window;
+          const bool ahead = limits_.encode_ahead && step.source != SendStep::Source::kForward;
+          if (source_ready && slot && (windowed || ahead)) {
+            grabs.push_back([&rank, &mine, p, k, encodes, windowed] {
+              mine.send_state[p][k] = windowed ? kStarted : kAhead;
+              if (windowed) ++rank.in_flight[p], ++mine.next_window[p];
               if (encodes) ++rank.send_slots[p];
               ++mine.next_send[p];
             });
@@ -241,10 +268,8 @@ void ForEachCase(const std::function<void(const std::string&, const std::vector<
 constexpr uint64_t kBlockElements = 10;
 
 TEST(LinkOrderSimulation, EveryScheduleFinishesWithTheEnginesSlots) {
-  for (int device_slots : {1, 2, 3}) {
-    const Limits limits{.window = device_slots,
-                        .send_slots = device_slots,
-                        .recv_slots = device_slots + static_cast<int>(pipeline::kLinkGroupBlocks)};
+  for (int device_slots : {1, 2, 3, 4}) {
+    const Limits limits = EngineLimits(device_slots);
     ForEachCase([&](const std::string& what, const std::vector<Schedule>& schedules) {
       Simulation held(schedules, kBlockElements, limits);
       EXPECT_TRUE(held.Run(Order::kHoldLongest, 0)) << what << ", device_slots " << device_slots << ", resources held longest";
@@ -259,9 +284,7 @@ TEST(LinkOrderSimulation, EveryScheduleFinishesWithTheEnginesSlots) {
 // Groups: several collectives in flight at once, each its own task, sharing every rank's slots.
 TEST(LinkOrderSimulation, GroupsOfCollectivesFinishWithTheEnginesSlots) {
   for (int device_slots : {1, 2}) {
-    const Limits limits{.window = device_slots,
-                        .send_slots = device_slots,
-                        .recv_slots = device_slots + static_cast<int>(pipeline::kLinkGroupBlocks)};
+    const Limits limits = EngineLimits(device_slots);
     for (int world = 3; world <= 5; ++world) {
       const uint64_t count = 61 * uint64_t(world);
       const auto gather = AllRanks(world, [&](int r) { return RingAllGather(r, world, count / world, false); });
@@ -318,10 +341,14 @@ TEST(LinkOrderSimulation, AGroupWithoutCallOrderDeadlocks) {
 // The bound is tight: as many receive slots as the lag deadlock a ring, which is what makes the
 // test above able to fail.
 TEST(LinkOrderSimulation, ARingWithNoMoreSlotsThanTheLagDeadlocks) {
-  const Limits tight{.window = 2, .send_slots = 2, .recv_slots = static_cast<int>(pipeline::kLinkGroupBlocks)};
   const std::vector<Schedule> gather = AllRanks(4, [](int r) { return RingAllGather(r, 4, 61, false); });
-  Simulation simulation(gather, kBlockElements, tight);
-  EXPECT_FALSE(simulation.Run(Order::kHoldLongest, 0));
+  for (bool encode_ahead : {false, true}) {
+    Limits tight = EngineLimits(2);
+    tight.recv_slots = static_cast<int>(pipeline::kLinkGroupBlocks);
+    tight.encode_ahead = encode_ahead;
+    Simulation simulation(gather, kBlockElements, tight);
+    EXPECT_FALSE(simulation.Run(Order::kHoldLongest, 0)) << "encode ahead " << encode_ahead;
+  }
 }
 
 }  // namespace

@@ -22,7 +22,7 @@ constexpr const char* kVariables[] = {
     "UCCLZIP_COMPRESS",           "UCCLZIP_OP_TIMEOUT",          "UCCLZIP_SHUTDOWN_TIMEOUT",
     "UCCLZIP_BLOCK_BYTES",        "UCCLZIP_PIPELINE_BLOCK_BYTES", "UCCLZIP_MIN_COMPRESS_BYTES",
     "UCCLZIP_STAGING_POOL_BYTES", "UCCLZIP_DEVICE_SLOTS",        "UCCLZIP_WAIT_SPIN", "UCCLZIP_HOLD_STREAM",
-    "UCCLZIP_CPU_CODEC_THREADS",  "UCCLZIP_TRANSPORT_LANES",     "UCCLZIP_LOG_LEVEL"};
+    "UCCLZIP_CPU_CODEC_THREADS",  "UCCLZIP_TRANSPORT_LANES",     "UCCLZIP_STAGING_WAKEUPS", "UCCLZIP_LOG_LEVEL"};
 
 // Starts every test with none of the variables set, whatever the test's own environment holds.
 class OptionsEnvironmentTest : public ::testing::Test {
@@ -42,6 +42,7 @@ TEST_F(OptionsEnvironmentTest, NothingSetChangesNothing) {
   EXPECT_EQ(options->compression, CompressionMode::kAuto);
   EXPECT_EQ(options->op_timeout, absl::Seconds(60));
   EXPECT_FALSE(options->wait_spin.has_value());
+  EXPECT_TRUE(options->staging_copy_wakeups);
 }
 
 TEST_F(OptionsEnvironmentTest, EveryVariableSetsItsDefault) {
@@ -56,7 +57,8 @@ TEST_F(OptionsEnvironmentTest, EveryVariableSetsItsDefault) {
   setenv("UCCLZIP_WAIT_SPIN", "0", 1);
   setenv("UCCLZIP_HOLD_STREAM", "off", 1);
   setenv("UCCLZIP_CPU_CODEC_THREADS", "3", 1);
-  setenv("UCCLZIP_TRANSPORT_LANES", "2", 1);
+  setenv("UCCLZIP_TRANSPORT_LANES", "3", 1);
+  setenv("UCCLZIP_STAGING_WAKEUPS", "no", 1);
   setenv("UCCLZIP_LOG_LEVEL", "debug", 1);
   absl::StatusOr<CommunicatorOptions> options = WithEnvironmentDefaults(CommunicatorOptions{}, 0);
   ASSERT_TRUE(options.ok()) << options.status();
@@ -71,7 +73,8 @@ TEST_F(OptionsEnvironmentTest, EveryVariableSetsItsDefault) {
   EXPECT_EQ(options->wait_spin, absl::ZeroDuration());
   EXPECT_FALSE(options->hold_caller_stream);
   EXPECT_EQ(options->cpu_codec_threads, 3);
-  EXPECT_EQ(options->transport_lanes, 2);
+  EXPECT_EQ(options->transport_lanes, 3);
+  EXPECT_FALSE(options->staging_copy_wakeups);
 }
 
 TEST_F(OptionsEnvironmentTest, WhatTheProgramSetWins) {
@@ -98,7 +101,8 @@ TEST_F(OptionsEnvironmentTest, BadValuesAreNamed) {
       {"UCCLZIP_DEVICE_SLOTS", "0"},           {"UCCLZIP_DEVICE_SLOTS", "two"},
       {"UCCLZIP_WAIT_SPIN", "-5us"},           {"UCCLZIP_HOLD_STREAM", "maybe"},           {"UCCLZIP_LOG_LEVEL", "loud"},
       {"UCCLZIP_CPU_CODEC_THREADS", "-1"},     {"UCCLZIP_CPU_CODEC_THREADS", "all"},
-      {"UCCLZIP_TRANSPORT_LANES", "0"},        {"UCCLZIP_TRANSPORT_LANES", "9"}};
+      {"UCCLZIP_TRANSPORT_LANES", "0"},        {"UCCLZIP_TRANSPORT_LANES", "9"},
+      {"UCCLZIP_STAGING_WAKEUPS", "2"}};
   for (const auto& [variable, value] : bad) {
     SetUp();
     setenv(variable, value, 1);

@@ -1,5 +1,6 @@
 // Device buffers between processes: through the staged path with a host-only UCX, or directly
-// with a CUDA-enabled one. Skipped where there is no GPU.
+// with a CUDA-enabled one; staged also with copy wake-ups (the CUDA engine's host functions).
+// Skipped where there is no GPU.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -18,16 +19,23 @@ absl::Status Cuda(cudaError_t error, absl::string_view what) {
   return absl::InternalError(absl::StrCat(what, ": ", cudaGetErrorString(error)));
 }
 
-class DeviceBuffers : public ::testing::TestWithParam<std::string> {};
+struct DevicePath {
+  std::string name;
+  std::string tls;
+  bool copy_wakeups;  // staged copies wake the sleeping progress thread (CommunicatorOptions::staging_copy_wakeups)
+};
+
+class DeviceBuffers : public ::testing::TestWithParam<DevicePath> {};
 
 // Both ranks send to each other from device memory into device memory, in sizes that cross the
 // block and staging-pool boundaries; every byte is checked on the host afterwards.
 TEST_P(DeviceBuffers, ArriveIntactThroughStagingOrDirectly) {
   UCCLZIP_SKIP_WITHOUT_GPU();
-  const std::string tls = GetParam();
+  const DevicePath path = GetParam();
   auto outcomes = RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
     transport::TransportOptions options;
-    options.ucx_transports = tls;
+    options.ucx_transports = path.tls;
+    options.staging_copy_wakeups = path.copy_wakeups;
     options.block_bytes = size_t{1} << 20;
     options.staging_pool_bytes = size_t{8} << 20;
     if (absl::Status s = Cuda(cudaSetDevice(0), "cudaSetDevice"); !s.ok()) return s;
@@ -65,8 +73,11 @@ TEST_P(DeviceBuffers, ArriveIntactThroughStagingOrDirectly) {
   ExpectRanksSucceeded(outcomes);
 }
 
-INSTANTIATE_TEST_SUITE_P(, DeviceBuffers, ::testing::Values("tcp", "posix,sysv"),
-                         [](const auto& info) { return info.param == "tcp" ? std::string("tcp") : std::string("shm"); });
+INSTANTIATE_TEST_SUITE_P(, DeviceBuffers,
+                         ::testing::Values(DevicePath{"tcp", "tcp", false}, DevicePath{"shm", "posix,sysv", false},
+                                           DevicePath{"tcp_wakeups", "tcp", true},
+                                           DevicePath{"shm_wakeups", "posix,sysv", true}),
+                         [](const auto& info) { return info.param.name; });
 
 }  // namespace
 }  // namespace ucclzip::testing

@@ -1,6 +1,7 @@
 // Messages between real processes over real UCX on this host: every size class, many at once,
 // up to eight ranks, two communicators side by side, multi-part messages, over TCP and over
-// shared memory, directly and through the staged path (host buffers with memcpy staging).
+// shared memory, directly and through the staged path (host buffers with memcpy staging), with
+// and without staging copy wake-ups.
 #include <gtest/gtest.h>
 
 #include <thread>
@@ -20,6 +21,7 @@ struct Path {
   std::string name;
   std::string tls;
   bool staged;
+  bool copy_wakeups = false;  // the progress thread sleeps while staging copies run
 };
 
 // Shared memory without cma: ptrace may be restricted where CI runs.
@@ -27,11 +29,14 @@ const Path kTcp{"tcp", "tcp", false};
 const Path kShm{"shm", "posix,sysv", false};
 const Path kTcpStaged{"tcp_staged", "tcp", true};
 const Path kShmStaged{"shm_staged", "posix,sysv", true};
+const Path kTcpStagedWakeups{"tcp_staged_wakeups", "tcp", true, true};
+const Path kShmStagedWakeups{"shm_staged_wakeups", "posix,sysv", true, true};
 
 TransportOptions OptionsFor(const Path& path) {
   TransportOptions options;
   options.ucx_transports = path.tls;
   options.stage_host_memory = path.staged;
+  options.staging_copy_wakeups = path.copy_wakeups;
   options.op_timeout = absl::Seconds(60);
   // Small blocks and a small pool make every size above cross block and pool boundaries.
   options.block_bytes = size_t{1} << 20;
@@ -109,7 +114,9 @@ TEST_P(TransportPaths, ManyOperationsInFlightAmongFourRanks) {
   ExpectRanksSucceeded(outcomes);
 }
 
-INSTANTIATE_TEST_SUITE_P(, TransportPaths, ::testing::Values(kTcp, kShm, kTcpStaged, kShmStaged), PathName);
+INSTANTIATE_TEST_SUITE_P(, TransportPaths,
+                         ::testing::Values(kTcp, kShm, kTcpStaged, kShmStaged, kTcpStagedWakeups, kShmStagedWakeups),
+                         PathName);
 
 class DirectPaths : public ::testing::TestWithParam<Path> {};
 
