@@ -15,8 +15,12 @@
 #   SWEEP_MODES  compression modes of those runs (default: off)
 #   SWEEP_OPS    operations of those runs (default: COLLECTIVES)
 #   LANES, WAKEUPS  values to compare, e.g. "1 2": short for SWEEP="lanes:1 lanes:2"
+#   ROUNDS  how many times the whole set runs (perftest, the defaults, every SWEEP setting),
+#           the settings' order reversed every other round, so that the machine's drift (up to
+#           35 % between the cases of one call, H200 run s6-1) shows and averages out: the
+#           summary gives medians over the rounds and each round's on / off (default 1)
 #   AUTO_DECISIONS=1  logs at debug level (every mode of the run: a diagnosis, not a timing run)
-#           and keeps auto's decisions with the rates behind them in $OUT/OP-RANKS-TLS.decisions
+#           and keeps auto's decisions with the rates behind them in $OUT/OP-RANKS-TLS-rROUND.decisions
 set -uo pipefail
 bench="${BUILD:-build}/benchmarks/ucclzip-bench"
 OUT=${OUT:?set OUT to the folder for the logs}
@@ -27,6 +31,7 @@ limit=${CASE_TIMEOUT:-300}
 declare -A transports=([tcp]=tcp [shm]=posix,sysv)
 summary="$OUT/collectives-summary.jsonl"
 : >"$summary"
+round=1
 source "$(dirname "$0")/perftest.bash"
 # The settings SWEEP compares, and the variables that set them.
 declare -A knob_variables=([lanes]=UCCLZIP_TRANSPORT_LANES [wakeups]=UCCLZIP_STAGING_WAKEUPS
@@ -42,7 +47,8 @@ done
 # appended; with KNOB, in SWEEP_MODES, with that setting at VALUE.
 run() {
   local op=$1 n=$2 size=$3 name=$4 knob=${5:-} value=${6:-}
-  local log="$OUT/$op-$n-$name${knob:+-$knob$value}" modes=off,on,auto tag="\"tls_name\":\"$name\"," setting=()
+  local log="$OUT/$op-$n-$name${knob:+-$knob$value}-r$round" modes=off,on,auto setting=()
+  local tag="\"tls_name\":\"$name\",\"round\":$round,"
   if [[ -n $knob ]]; then
     modes=${SWEEP_MODES:-off} tag+="\"$knob\":\"$value\"," setting=(env "${knob_variables[$knob]}=$value")
   elif [[ ${AUTO_DECISIONS:-0} == 1 ]]; then
@@ -72,26 +78,51 @@ run_collectives() {
 
 { echo "nproc $(nproc); cgroup cpu.max $(cat /sys/fs/cgroup/cpu.max 2>/dev/null || echo none)"; lscpu | grep -E "Model name|^CPU\(s\)|NUMA node\(s\)"; } \
   >"$OUT/host.txt" 2>&1
+# The settings of a round: the defaults ("") and SWEEP's, reversed in even rounds.
+settings=("" $sweep)
+for ((round = 1; round <= ${ROUNDS:-1}; round++)); do
 for name in tcp shm; do
   # One pair, and as many pairs at once as the ring (ranks) and the chain (ranks - 1) have links:
   # the pairs share the host as the ring's links do.
   for pairs in ${PERFTEST_PAIRS:-1 $((ranks - 1)) $ranks}; do
     perftest_pairs "$name" "${transports[$name]}" tag_bw 268435456 "${PERFTEST_ITERS:-40}" "$pairs" |
-      awk -v n="$name" -v p="$pairs" '{s += $7; c++} END {if (c) printf "{\"tls_name\":\"%s\",\"bench\":\"ucx_perftest\",\"pairs\":%d,\"size\":268435456,\"busbw_GBps\":%.4f}\n", n, p, s / c * 1048576 / 1e9}' \
+      awk -v n="$name" -v p="$pairs" -v k="$round" '{s += $7; c++} END {if (c) printf "{\"tls_name\":\"%s\",\"round\":%d,\"bench\":\"ucx_perftest\",\"pairs\":%d,\"size\":268435456,\"busbw_GBps\":%.4f}\n", n, k, p, s / c * 1048576 / 1e9}' \
         >>"$summary"
   done
   # The ring's links without its dependencies: every rank sends to rank+1 and receives from rank-1.
   timeout -k 10 "$limit" "$bench" sendrecv --ranks "$ranks" --memory device --tls "${transports[$name]}" --compress off \
     --pattern shift --min_bytes 256M --max_bytes 256M --iters "$iters" --warmup 2 --latency_iters 0 --json \
-    2>"$OUT/shift-$name.err" | sed "s/^{/{\"tls_name\":\"$name\",/" | grep '^{' >>"$summary"
-  run_collectives "$name"
-  for setting in $sweep; do run_collectives "$name" "${setting%%:*}" "${setting#*:}"; done
+    2>"$OUT/shift-$name-r$round.err" | sed "s/^{/{\"tls_name\":\"$name\",\"round\":$round,/" | grep '^{' >>"$summary"
+  order=("${settings[@]}")
+  if ((round % 2 == 0)); then
+    order=()
+    for ((i = ${#settings[@]} - 1; i >= 0; i--)); do order+=("${settings[i]}"); done
+  fi
+  for setting in "${order[@]}"; do
+    if [[ -z $setting ]]; then run_collectives "$name"; else run_collectives "$name" "${setting%%:*}" "${setting#*:}"; fi
+  done
+done
 done
 
 python3 - "$summary" "$ranks" <<'PY'
-import json, sys
-all_rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
+import collections, json, statistics, sys
+runs = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 knobs = ("lanes", "wakeups", "slots", "pblock")  # SWEEP's reruns
+# One row per case and mode: the median over the rounds (the sum of #wrong).
+def case_key(r):
+    return tuple(sorted((k, str(v)) for k, v in r.items() if k in ("bench", "ranks", "tls_name", "compress", "pairs") + knobs))
+groups = collections.OrderedDict()
+for r in runs:
+    groups.setdefault(case_key(r), []).append(r)
+all_rows = []
+for same in groups.values():
+    row = dict(same[0])
+    for field in ("time_us", "busbw_GBps", "algbw_GBps", "ratio"):
+        if field in row:
+            row[field] = statistics.median(x[field] for x in same)
+    if "wrong" in row:
+        row["wrong"] = sum(x["wrong"] for x in same)
+    all_rows.append(row)
 rows = [r for r in all_rows if not any(k in r for k in knobs)]
 ranks = int(sys.argv[2])
 perf = {(r["tls_name"], r["pairs"]): r["busbw_GBps"] for r in rows if r["bench"] == "ucx_perftest"}
@@ -145,4 +176,18 @@ for knob in knobs:
                 if ranks in b and 2 in b:
                     print(f"{knob} {value}: broadcast over {name}, compression {mode}: {ranks - 1} receivers take "
                           f"{b[ranks] / b[2]:.2f}x the time of one")
+# Each round's on / off (and auto / off) per case: how far the machine's drift moves a ratio.
+rounds = sorted({r.get("round", 1) for r in runs})
+if len(rounds) > 1:
+    for key, same in groups.items():
+        r = same[0]
+        if r["bench"] in ("ucx_perftest", "sendrecv") or r.get("compress") == "off":
+            continue
+        setting = next((f"{k} {r[k]}" for k in knobs if k in r), "defaults")
+        ratios = []
+        for k in rounds:
+            mode = next((x for x in same if x.get("round") == k), None)
+            off = next((x for x in runs if x.get("round") == k and case_key(x) == case_key({**r, "compress": "off"})), None)
+            ratios.append(f"{off['time_us'] / mode['time_us']:.2f}x" if mode and off else "-")
+        print(f"{setting}: {r['bench']} {r['ranks']} ranks {r['tls_name']} {r['compress']} / off by round: {', '.join(ratios)}")
 PY
