@@ -137,7 +137,12 @@ PlainRun OperationTask::FormPlainRun(TaskContext& context, const SendBlock& bloc
   const SendStep& step = spec_.schedule.sends[block.step];
   const size_t width = ElementSize(spec_.dtype);
   const uint64_t first_bytes = BlockElements(step.chunk.count, block.index) * width;
-  if (spec_.schedule.kind != OperationKind::kSendRecv) return PlainRun{.blocks = 1, .bytes = first_bytes};
+  // Staged, a run's transport message would hold staging blocks until its receiver posts, which
+  // the sends to other peers may need first (CollectivesDeviceGroups.
+  // SendsToPeersThatDependOnEachOtherDoNotDeadlock); the send window bounds a block's.
+  if (spec_.schedule.kind != OperationKind::kSendRecv || context.lanes->Stages(spec_.memory)) {
+    return PlainRun{.blocks = 1, .bytes = first_bytes};
+  }
   // A point-to-point send is one step, whose link order is its block order: the candidates are
   // the blocks after this one.
   const uint32_t candidates = BlockCount(step.chunk.count, spec_.block_elements) - block.index - 1;

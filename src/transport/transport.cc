@@ -223,8 +223,7 @@ std::shared_ptr<Request> Transport::Post(OpKind kind, int peer, uint8_t* data, s
     request->Complete(valid);
     return request;
   }
-  op->staged = bytes > 0 && ((type == MemoryType::kDevice && !device_memory_direct()) ||
-                             (type == MemoryType::kHost && options_.stage_host_memory));
+  op->staged = bytes > 0 && Stages(type);
   CutIntoBlocks(*op, options_.block_bytes);
   absl::Status refused;
   {
