@@ -58,8 +58,13 @@ struct CommunicatorOptions {
   absl::Duration op_timeout = absl::Seconds(60);
   // How long destruction waits for the other ranks before closing regardless.
   absl::Duration shutdown_timeout = absl::Seconds(10);
-  // Messages travel in blocks of this size; every rank must use the same.
-  size_t block_bytes = size_t{4} << 20;
+  // Messages travel in blocks of this size; every rank must use the same. Blocks exist so that a
+  // staged message overlaps its copies with the network. Unset: 4 MB, or 256 MB where UCX
+  // takes CUDA memory, which pipelines a large message itself while every block costs it a
+  // rendezvous (one-way 256 MB device send/recv over cuda_ipc on the H200: 130 GB/s in blocks
+  // of 4 MB, 544 GB/s in one of 256 MB; benchmarks/RESULTS.md, run s7-1). options() returns
+  // the size in effect.
+  std::optional<size_t> block_bytes;
   // Pinned host memory for staging device buffers when UCX cannot take them (allocated once,
   // on first use, half for sends and half for receives); at least one block per direction.
   size_t staging_pool_bytes = size_t{64} << 20;

@@ -257,7 +257,7 @@ void Engine::Loop() {
   context.send_window = &send_window_;
   // A run is one transport message, which the transport cuts into at most kMaxBlocks blocks.
   context.max_run_bytes =
-      std::min<uint64_t>(kMaxRunBytes, uint64_t{transport::kMaxBlocks - 1} * std::max<size_t>(options_.block_bytes, 1));
+      std::min<uint64_t>(kMaxRunBytes, uint64_t{transport::kMaxBlocks - 1} * *lanes_.options().block_bytes);
   context.stats = &stats_;
   context.cpu_codec_threads = cpu_codec_threads_.get();
   context.wake = [this](const absl::Status&) { Wake(); };

@@ -166,7 +166,7 @@ class Transport {
 
   const int rank_;
   const int size_;
-  const TransportOptions options_;
+  const TransportOptions options_;  // block_bytes resolved (Create)
   const absl::Duration wait_spin_;  // options_.wait_spin, resolved for this machine
   std::unique_ptr<UcxContext> context_;
   const uint8_t communicator_id_;
