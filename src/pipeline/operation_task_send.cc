@@ -341,6 +341,9 @@ bool OperationTask::AdvanceEncoding(TaskContext& context, SendBlock& block) {
       return true;
     }
     block.encoded = true;
+    const SendStep& step = spec_.schedule.sends[block.step];
+    context.policy->DeviceEncoded(BlockElements(step.chunk.count, block.index) * ElementSize(spec_.dtype),
+                                  block.codec_start, absl::Now());
     TraceBlock("send", block.step, block.index, "encoded");
     moved = true;
   }
