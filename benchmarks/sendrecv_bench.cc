@@ -205,7 +205,7 @@ void PrintRow(bool json, bool oneway, const Communicator& comm, uint64_t bytes, 
                 absl::GetFlag(FLAGS_memory).c_str(),
                 options.ucx_transports.empty() ? "default" : options.ucx_transports.c_str(),
                 oneway ? "oneway" : "shift", absl::GetFlag(FLAGS_dist).c_str(), options.pipeline_block_bytes,
-                options.block_bytes, PathName(comm, absl::GetFlag(FLAGS_memory) == "device"));
+                *comm.options().block_bytes, PathName(comm, absl::GetFlag(FLAGS_memory) == "device"));
     return;
   }
   const std::string codec = oneway ? absl::StrFormat("%10.1f %10.1f", r.encode_us, r.decode_us)
@@ -247,7 +247,7 @@ absl::Status RunRank() {
                 "%s, %zu-byte pipeline blocks, %zu-byte transport blocks\n",
                 comm.size(), memory.c_str(), device ? (comm.device_memory_direct() ? " (direct)" : " (staged)") : "",
                 tls.c_str(), pattern.c_str(), compress.c_str(), dist->Name().c_str(), comm.options().pipeline_block_bytes,
-                comm.options().block_bytes);
+                *comm.options().block_bytes);
     const std::string codec =
         oneway ? absl::StrFormat("%10s %10s", "encode(us)", "decode(us)") : absl::StrFormat("%10s", "codec(us)");
     std::printf("#%11s %12s %6s %8s %10s %12s %12s %7s %12s %s %9s %7s\n", "size", "count", "type", "compress",

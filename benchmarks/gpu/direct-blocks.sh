@@ -3,10 +3,14 @@
 # `ucx_perftest -m cuda` in H200 run s4-4): one-way 256 MB device send/recv, compression off,
 # over the CUDA-enabled UCX (cuda_copy, cuda_ipc) with tcp and with shm beside it, for several
 # pipeline and transport block sizes, against ucx_perftest's one 256 MB message in the same run.
-# A 256 MB message goes as 16 pipeline blocks of 4 transport blocks each by default: 64 UCX
-# messages (and 16 envelopes), each with its rendezvous, where perftest sends one.
+# Uncompressed, a 256 MB message goes as one plain run (docs/PIPELINE.md, "Plain runs"): one
+# envelope per pipeline block and one transport message of 256 MB, which the transport cuts
+# into transport blocks, all posted to UCX at once: 64 UCX messages with the default 4 MB ones,
+# one with 256M, where perftest sends one. Before plain runs each 16 MB pipeline block was its
+# own envelope and rendezvous, two blocks at a time (3-10 % of perftest in run s4-4).
 #   CU13_BUILD, CU13_UCX  as scripts/gpu-run sets them     ITERS  timed iterations (default 8)
-#   DIRECT_BLOCKS  PIPELINE:TRANSPORT block pairs (default: 16M:4M 16M:16M 64M:64M 256M:256M)
+#   DIRECT_BLOCKS  PIPELINE:TRANSPORT block pairs, "default" for either leaving the option unset
+#                  (default: 16M:4M 16M:16M 16M:64M default:default 256M:256M)
 set -uo pipefail
 OUT=${OUT:?set OUT to the folder for the logs}
 mkdir -p "$OUT"
@@ -25,12 +29,15 @@ for name in tcp shm; do
   PERFTEST_MEMORY=cuda perftest "direct-$name-256M" "$tls" tag_bw 268435456 "${PERFTEST_ITERS:-100}" |
     awk -v n="$name" '{printf "{\"tls_name\":\"%s\",\"bench\":\"ucx_perftest\",\"algbw_GBps\":%.4f}\n", n, $7 * 1048576 / 1e9}' \
       >>"$summary"
-  for pair in ${DIRECT_BLOCKS:-16M:4M 16M:16M 64M:64M 256M:256M}; do
+  for pair in ${DIRECT_BLOCKS:-16M:4M 16M:16M 16M:64M default:default 256M:256M}; do
     IFS=: read -r pipeline transport <<<"$pair"
     log="$OUT/direct-blocks-$name-$pipeline-$transport"
+    block_flags=()
+    [[ $pipeline != default ]] && block_flags+=(--pipeline_block "$pipeline")
+    [[ $transport != default ]] && block_flags+=(--block_bytes "$transport")
     timeout -k 10 120 "$bench" sendrecv --ranks 2 --memory device --tls "$tls" --compress off --pattern oneway \
       --min_bytes 256M --max_bytes 256M --iters "${ITERS:-8}" --warmup 3 --latency_iters 0 \
-      --pipeline_block "$pipeline" --block_bytes "$transport" -c 1 --json >"$log.jsonl" 2>"$log.err" ||
+      "${block_flags[@]}" -c 1 --json >"$log.jsonl" 2>"$log.err" ||
       echo "$name $pair failed: $(tail -c 300 "$log.err")"
     sed "s/^{/{\"tls_name\":\"$name\",\"blocks\":\"$pair\",/" "$log.jsonl" | grep '^{' >>"$summary"
   done

@@ -58,8 +58,13 @@ struct CommunicatorOptions {
   absl::Duration op_timeout = absl::Seconds(60);
   // How long destruction waits for the other ranks before closing regardless.
   absl::Duration shutdown_timeout = absl::Seconds(10);
-  // Messages travel in blocks of this size; every rank must use the same.
-  size_t block_bytes = size_t{4} << 20;
+  // Messages travel in blocks of this size; every rank must use the same. Blocks exist so that a
+  // staged message overlaps its copies with the network. Unset: 4 MB, or 256 MB where UCX
+  // takes CUDA memory, which pipelines a large message itself while every block costs it a
+  // rendezvous (one-way 256 MB device send/recv over cuda_ipc on the H200: 130 GB/s in blocks
+  // of 4 MB, 544 GB/s in one of 256 MB; benchmarks/RESULTS.md, run s7-1). options() returns
+  // the size in effect.
+  std::optional<size_t> block_bytes;
   // Pinned host memory for staging device buffers when UCX cannot take them (allocated once,
   // on first use, half for sends and half for receives); at least one block per direction.
   size_t staging_pool_bytes = size_t{64} << 20;
@@ -107,7 +112,8 @@ struct CommunicatorOptions {
   size_t pipeline_block_bytes = size_t{16} << 20;
   // kAuto leaves messages smaller than this uncompressed.
   size_t min_compress_bytes = size_t{256} << 10;
-  // How many pipeline blocks may be on their way to one peer at once. Each peer has this many
+  // How many pipeline blocks may be on their way to one peer at once (a plain run of a Send's
+  // consecutive uncompressed blocks, one transfer, counting as one). Each peer has this many
   // plus 2 device codec slots (workspace, frame buffer and stream for one block) for sends, in
   // which the next frames encode while those blocks are on the wire, and this many plus 2 for
   // receives (what keeps rings moving), allocated on the first device operation: bounded
@@ -158,6 +164,10 @@ struct CommunicatorStats {
   uint64_t wire_bytes_received = 0;
   uint64_t blocks_compressed = 0;       // blocks sent as frames
   uint64_t blocks_bypassed = 0;         // blocks sent as plain bytes
+  // Messages handed to the transport and received from it: every block's envelope and parts,
+  // where a plain run (consecutive plain blocks of one Send, docs/PIPELINE.md) is one part.
+  uint64_t transport_messages_sent = 0;
+  uint64_t transport_messages_received = 0;
   double codec_seconds = 0;             // CPU codec time, or GPU encode/decode from launch to done
   double transfer_seconds = 0;          // from first post to last completion, summed over messages
   // Payload over wire bytes of what this rank sent; 1 when nothing was sent.

@@ -24,7 +24,7 @@ std::string OptionsSummary(const pipeline::TransportLanes& lanes) {
                       lanes.device_memory_direct() ? "direct" : "staged",
                       o.staging_copy_wakeups ? " (copies wake the progress thread)" : "", ", transport lanes ",
                       o.transport_lanes, ", compression ", compression,
-                      ", pipeline blocks ", o.pipeline_block_bytes, " B, transport blocks ", o.block_bytes,
+                      ", pipeline blocks ", o.pipeline_block_bytes, " B, transport blocks ", *o.block_bytes,
                       " B, op timeout ", absl::FormatDuration(o.op_timeout));
 }
 

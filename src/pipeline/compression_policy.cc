@@ -33,7 +33,10 @@ bool CompressionPolicy::ShouldCompress(CompressionMode mode, DataType dtype, uin
     UCCLZIP_LOG(kDebug) << "auto: blocks to peer " << peer << " from " << transport::MemoryTypeName(memory)
                         << " memory now go " << (pays ? "compressed" : "plain") << " (plain "
                         << Estimate(plain_rate(peer, memory), 1e9, " GB/s") << ", compressed "
-                        << Estimate(compressed_rate(peer, memory), 1e9, " GB/s") << ")";
+                        << Estimate(compressed_rate(peer, memory), 1e9, " GB/s") << ", codec "
+                        << Estimate(memory == transport::MemoryType::kHost ? host_codec_rate_ : device_codec_rate(), 1e9,
+                                    " GB/s")
+                        << ")";
     path.last_choice = pays;
     path.since_probe = 0;
     path.probe_interval = pays ? kFirstPlainProbe : kFirstCompressedProbe;
@@ -50,6 +53,9 @@ bool CompressionPolicy::ExpectedToPay(int peer, transport::MemoryType memory) co
   std::optional<double> compressed = compressed_rate(peer, memory);
   if (!compressed) return true;  // then frames
   if (memory == transport::MemoryType::kHost && host_codec_rate_) compressed = std::min(*compressed, *host_codec_rate_);
+  if (memory == transport::MemoryType::kDevice && device_codec_.rate()) {
+    compressed = std::min(*compressed, *device_codec_.rate());
+  }
   return *compressed > kMinGain * *plain;
 }
 
@@ -58,6 +64,14 @@ void CompressionPolicy::HostEncoded(uint64_t bytes, absl::Duration took) {
 }
 
 void CompressionPolicy::HostDecoded(absl::Duration took) { host_decode_pending_ += took; }
+
+void CompressionPolicy::DeviceEncoded(uint64_t bytes, absl::Time started, absl::Time now) {
+  if (bytes < min_compress_bytes_) return;
+  const absl::Time from = std::max(started, device_codec_free_);
+  device_codec_free_ = std::max(device_codec_free_, now);
+  device_codec_.Begin();
+  device_codec_.End(std::max(now - from, absl::ZeroDuration()), bytes);
+}
 
 void CompressionPolicy::SampleHostCodec() {
   if (host_frame_bytes_ < RateMeter::kSampleBytes) return;

@@ -84,9 +84,21 @@ class CompressionPolicy {
   void HostEncoded(uint64_t bytes, absl::Duration took);
   void HostDecoded(absl::Duration took);
 
+  // A device frame of `bytes` of payload, from its encode's start (`started`) to the moment the
+  // pipeline saw the encode done (`now`). A frame's send is charged only from the moment the
+  // link was free (ServiceTime), so a frame that encoded while earlier blocks were on the link
+  // looks as fast as its wire: on a link faster than the codec (GPU-direct, H200 run s7-2:
+  // frames seemed to deliver 504-676 GB/s, the compressed pipeline delivered 22) auto would
+  // compress a lone probe's successors. So the device codec has its own rate, bytes over the
+  // time any encode ran (overlapping encodes on several slots' streams counted once), which
+  // bounds what frames on device memory can deliver, as the CPU codec's bounds host frames.
+  void DeviceEncoded(uint64_t bytes, absl::Time started, absl::Time now);
+
   // Payload bytes per second that each choice delivered to `peer` on `memory`, where known.
   std::optional<double> plain_rate(int peer, transport::MemoryType memory) const;
   std::optional<double> compressed_rate(int peer, transport::MemoryType memory) const;
+  // Payload bytes per second the device codec encoded, where known.
+  std::optional<double> device_codec_rate() const { return device_codec_.rate(); }
 
  private:
   static size_t Index(transport::MemoryType memory) { return memory == transport::MemoryType::kHost ? 0 : 1; }
@@ -123,6 +135,9 @@ class CompressionPolicy {
   // frame, or are dropped if a plain block comes first (a rank that sends plainly has no frame
   // to charge them to).
   std::optional<double> host_codec_rate_;
+  // The device codec's rate, and when the last encode it has seen ended.
+  RateMeter device_codec_;
+  absl::Time device_codec_free_ = absl::InfinitePast();
   uint64_t host_frame_bytes_ = 0;
   absl::Duration host_codec_time_ = absl::ZeroDuration();
   absl::Duration host_decode_pending_ = absl::ZeroDuration();

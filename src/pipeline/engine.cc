@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "pipeline/reduce.h"
+#include "transport/message_tag.h"
 
 namespace ucclzip::pipeline {
 
@@ -254,6 +255,9 @@ void Engine::Loop() {
   context.lanes = &lanes_;
   context.policy = &policy_;
   context.send_window = &send_window_;
+  // A run is one transport message, which the transport cuts into at most kMaxBlocks blocks.
+  context.max_run_bytes =
+      std::min<uint64_t>(kMaxRunBytes, uint64_t{transport::kMaxBlocks - 1} * *lanes_.options().block_bytes);
   context.stats = &stats_;
   context.cpu_codec_threads = cpu_codec_threads_.get();
   context.wake = [this](const absl::Status&) { Wake(); };

@@ -8,7 +8,8 @@ namespace ucclzip::pipeline {
 namespace {
 
 constexpr uint32_t kMagic = 0x45505a55;  // "UZPE" little-endian
-constexpr uint8_t kVersion = 2;
+// 3: the plain run fields (bytes 72..79).
+constexpr uint8_t kVersion = 3;
 
 void Put(uint8_t* at, uint64_t value, int bytes) {
   for (int i = 0; i < bytes; ++i) at[i] = static_cast<uint8_t>(value >> (8 * i));
@@ -38,6 +39,8 @@ std::array<uint8_t, kEnvelopeBytes> EncodeEnvelope(const Envelope& e) {
   Put(&bytes[56], e.operation_count, 8);
   Put(&bytes[64], static_cast<uint32_t>(e.root), 4);
   bytes[68] = static_cast<uint8_t>(e.op);
+  Put(&bytes[72], e.run_first, 4);
+  Put(&bytes[76], e.run_blocks, 4);
   return bytes;
 }
 
@@ -65,6 +68,15 @@ absl::StatusOr<Envelope> DecodeEnvelope(const uint8_t* bytes) {
   e.operation_count = Get(&bytes[56], 8);
   e.root = static_cast<int32_t>(static_cast<uint32_t>(Get(&bytes[64], 4)));
   e.op = static_cast<ReduceOp>(bytes[68]);
+  e.run_first = static_cast<uint32_t>(Get(&bytes[72], 4));
+  e.run_blocks = static_cast<uint32_t>(Get(&bytes[76], 4));
+  if (e.run_blocks == 0 || e.run_first > e.block_index ||
+      uint64_t{e.block_index} >= uint64_t{e.run_first} + e.run_blocks ||
+      (e.kind == BlockKind::kFrame && e.run_blocks != 1)) {
+    return absl::DataLossError(absl::StrCat("bad block envelope (block ", e.block_index, " in a ",
+                                            e.kind == BlockKind::kFrame ? "frame" : "plain", " run of ", e.run_blocks,
+                                            " blocks from block ", e.run_first, ")"));
+  }
   return e;
 }
 

@@ -4,7 +4,7 @@
 //
 //   offset size field
 //        0    4 magic "UZPE"
-//        4    1 version (1)
+//        4    1 version (3)
 //        5    1 kind: 0 plain bytes, 1 frame
 //        6    1 dtype (DataType)
 //        7    1 operation kind (schedule.h's OperationKind)
@@ -18,11 +18,21 @@
 //       56    8 the operation's count as its caller gave it
 //       64    4 root (broadcast, reduce), else 0xFFFFFFFF
 //       68    1 reduction operator
-//       69   11 zero
-// Little-endian. Bytes 7 and 56..79 describe the whole operation, so that ranks that called
-// different operations, counts, operators or roots fail with an error naming both sides. A frame block is then sent as the raw plane (stream 1, sent as soon as the
-// split stage is done), the head [0, raw_offset) (stream 2) and the coded symbols
-// [coded_offset, frame_bytes) (stream 3), whose size the receiver reads from the head.
+//       69    3 zero
+//       72    4 run_first: the block whose raw part (stream 1) carries this block's bytes
+//       76    4 run_blocks: how many consecutive blocks, from run_first, that part carries
+// Little-endian. Bytes 7 and 56..68 describe the whole operation, so that ranks that called
+// different operations, counts, operators or roots fail with an error naming both sides. A frame
+// block is then sent as the raw plane (stream 1, sent as soon as the split stage is done), the
+// head [0, raw_offset) (stream 2) and the coded symbols [coded_offset, frame_bytes) (stream 3),
+// whose size the receiver reads from the head.
+//
+// A plain block carries its own bytes (run_first = block index, run_blocks = 1), or it is one of
+// a plain run (docs/PIPELINE.md, "Plain runs"): consecutive plain blocks of a point-to-point
+// message whose bytes travel as ONE transport message, on the raw stream of the run's first
+// block. Every block of the run still sends its own envelope on its own sequence, naming the
+// run, so that the receiver checks each block as before and the link's sequences stay one per
+// block. Frames are never part of a run.
 #pragma once
 
 #include <array>
@@ -52,10 +62,19 @@ struct Envelope {
   uint64_t operation_count = 0;
   int32_t root = -1;
   ReduceOp op = ReduceOp::kSum;
+  uint32_t run_first = 0;   // = block_index unless the block is carried by an earlier one
+  uint32_t run_blocks = 1;
 };
 
+// Whether `envelope` carries the bytes of blocks other than its own: the first block of a plain
+// run of two or more.
+inline bool LeadsRun(const Envelope& envelope) {
+  return envelope.run_blocks > 1 && envelope.run_first == envelope.block_index;
+}
+
 std::array<uint8_t, kEnvelopeBytes> EncodeEnvelope(const Envelope& envelope);
-// Checks magic, version, kind and dtype; the caller compares the rest with what it expects.
+// Checks magic, version, kind, dtype, operation and operator, and that the block lies in its run
+// (a frame only in a run of itself); the caller compares the rest with what it expects.
 absl::StatusOr<Envelope> DecodeEnvelope(const uint8_t* bytes);
 
 }  // namespace ucclzip::pipeline

@@ -25,6 +25,7 @@ OperationTask::OperationTask(OperationSpec spec, int world_size)
       send_blocks_.emplace_back();
       send_blocks_.back().step = static_cast<int>(s);
       send_blocks_.back().index = b;
+      send_blocks_.back().run_first = b;
     }
   }
   for (size_t s = 0; s < schedule.recvs.size(); ++s) {
@@ -111,6 +112,11 @@ uint8_t* OperationTask::ChunkAddress(const Chunk& chunk, uint64_t element) const
 uint64_t OperationTask::BlockElements(uint64_t count, uint32_t block) const {
   const uint64_t first = uint64_t{block} * spec_.block_elements;
   return first >= count ? 0 : std::min(spec_.block_elements, count - first);
+}
+
+uint64_t OperationTask::RunElements(uint64_t count, uint32_t block, uint32_t blocks) const {
+  const uint64_t first = uint64_t{block} * spec_.block_elements;
+  return first >= count ? 0 : std::min(uint64_t{blocks} * spec_.block_elements, count - first);
 }
 
 Envelope OperationTask::OperationEnvelope() const {

@@ -25,6 +25,7 @@
 #include "pipeline/compression_policy.h"
 #include "pipeline/device_slots.h"
 #include "pipeline/envelope.h"
+#include "pipeline/plain_run.h"
 #include "pipeline/schedule.h"
 #include "pipeline/send_window.h"
 #include "pipeline/stream_flags.h"
@@ -68,6 +69,9 @@ struct TaskContext {
   std::vector<DeviceSlotPool*> recv_slots;
   cudaStream_t copy_stream = nullptr;  // local copies of device buffers
   SendWindow* send_window = nullptr;
+  // The most bytes one plain run may carry (plain_run.h; the engine lowers it to what the
+  // transport's block limit allows).
+  uint64_t max_run_bytes = kMaxRunBytes;
   transport::CompletionCallback wake;  // given to every transport request
   CommunicatorStats* stats = nullptr;
   HostCodecThreads* cpu_codec_threads = nullptr;  // the CPU codec's threads, for host buffers
@@ -131,13 +135,19 @@ class OperationTask {
     uint32_t index = 0;  // block of the step's chunk
     uint32_t link_position = 0;
     SendStage stage = SendStage::kWaiting;
+    // The policy's choice for this block, taken once: a device frame may wait for a slot and
+    // be started again, and a plain run decides the blocks it carries before their turn.
+    std::optional<bool> compress;
+    // The plain run (plain_run.h) this block belongs to: its first block, whose raw part carries
+    // the run's bytes, and how many blocks it has. A block not in a run is its own run of one.
+    // A carried block (run_first != index) sends only its envelope and completes with the first.
+    uint32_t run_first = 0;
+    uint32_t run_blocks = 1;
     std::array<uint8_t, kEnvelopeBytes> envelope{};
     FramePlan plan{};
     std::unique_ptr<uint8_t[]> host_frame;
     DeviceSlot* slot = nullptr;
     bool slot_borrowed = false;  // the slot of the receive block this one re-encodes
-    // What the block is sent as, decided once (the policy counts its decisions).
-    enum class Choice : uint8_t { kUndecided, kForward, kPlain, kHostFrame, kDeviceFrame } choice = Choice::kUndecided;
     bool encoded = false;  // a device frame's encode has finished
     bool raw_posted = false;
     // Which of the policy's meters times this block, from `meter_start` (its post, or its
@@ -169,6 +179,9 @@ class OperationTask {
     absl::Time codec_start;
     std::shared_ptr<transport::Request> envelope_request;
     std::shared_ptr<transport::Request> head_request;
+    // The first block of a plain run: the receive of the whole run's bytes, which the blocks it
+    // carries share, so that its failure fails every one of them.
+    std::shared_ptr<transport::Request> run_request;
     std::vector<std::shared_ptr<transport::Request>> requests;
   };
 
@@ -182,7 +195,12 @@ class OperationTask {
   bool AdvanceCopies(TaskContext& context);
   void FailBlock(const char* direction, int step, uint32_t block, const absl::Status& why);
   uint8_t* ChunkAddress(const Chunk& chunk, uint64_t element) const;
+  // Block `index` of send (receive) step `step`.
+  SendBlock& SendBlockOf(int step, uint32_t index) { return send_blocks_[send_step_first_[step] + index]; }
+  const RecvBlock& RecvBlockOf(int step, uint32_t index) const { return recv_blocks_[recv_step_first_[step] + index]; }
   uint64_t BlockElements(uint64_t count, uint32_t block) const;
+  // The elements of `blocks` consecutive blocks from `block` of a chunk of `count`.
+  uint64_t RunElements(uint64_t count, uint32_t block, uint32_t blocks) const;
   Envelope OperationEnvelope() const;
   transport::OpTag Tag(uint32_t first, uint32_t position, PartStream stream) const {
     return transport::OpTag{(first + position) & transport::kMaxSequence, stream};
@@ -192,8 +210,13 @@ class OperationTask {
   // --- sending (operation_task_send.cc)
   bool AdvanceSends(TaskContext& context);
   bool SourceReady(const SendBlock& block) const;
-  void Choose(TaskContext& context, SendBlock& block);
   bool StartSend(TaskContext& context, SendBlock& block);
+  // The frame the block is sent as, or nullopt where it goes plainly: the policy's choice
+  // (asked once per block), and plain where a frame would only store the elements.
+  std::optional<FramePlan> FramePlanOf(TaskContext& context, SendBlock& block);
+  // The plain run a plain block starts: the following blocks that go plainly too, where the
+  // operation is a point-to-point send (collectives forward and reduce block by block).
+  PlainRun FormPlainRun(TaskContext& context, const SendBlock& block);
   // Encodes a device frame ahead, before the send window has room for it (false: the block is
   // not a device frame, or no slot is free).
   bool StartAhead(TaskContext& context, SendBlock& block);
@@ -209,8 +232,10 @@ class OperationTask {
   // Starts the policy's meter of `meter`'s kind for the block's `payload` bytes at `start`.
   void StartMeter(TaskContext& context, SendBlock& block, SendBlock::Meter meter, uint64_t payload, absl::Time start);
   void RetireSend(TaskContext& context, SendBlock& block);
+  // Posts a part of `block` (which keeps the request) on the sequence of `sequence_of`, by
+  // default the block itself (a plain run's first block posts the envelopes of those it carries).
   void PostSend(TaskContext& context, SendBlock& block, const void* data, uint64_t bytes, transport::MemoryType memory,
-                PartStream stream);
+                PartStream stream, const SendBlock* sequence_of = nullptr);
   RecvBlock* SourceBlock(const SendBlock& block);
   // The envelope of a send block of this kind (frames: with its plan's layout).
   Envelope BlockEnvelope(const SendBlock& block, BlockKind kind) const;
@@ -220,6 +245,11 @@ class OperationTask {
   bool AdvanceRecv(TaskContext& context, RecvBlock& block);
   bool OnEnvelope(RecvBlock& block);
   bool PostParts(TaskContext& context, RecvBlock& block);
+  // A plain run's first block: OK once every block it carries has had its envelope checked and
+  // names the same run; nullopt while one has not arrived.
+  std::optional<absl::Status> CheckRun(const RecvBlock& first) const;
+  // A carried block's turn: it shares its run's receive.
+  bool PostCarried(RecvBlock& block);
   bool OnHead(TaskContext& context, RecvBlock& block);
   bool Process(TaskContext& context, RecvBlock& block);
   bool FinishProcessing(TaskContext& context, RecvBlock& block);

@@ -1,9 +1,12 @@
 // Receive blocks: every envelope receive is posted at once; each envelope is checked against
-// what this rank's own schedule expects (operation, counts, type, operator, root) before
-// anything lands in the caller's buffer. Then, in the link's sequence order, the block's parts
-// are received: plain bytes straight into the caller's buffer where nothing else is to be done
-// with them, otherwise into scratch; frames into a host buffer or a device slot of that peer.
-// Last the frame is decoded and the result combined with local elements where the step says so.
+// what this rank's own schedule expects (operation, counts, type, operator, root, and the plain
+// run it names) before anything lands in the caller's buffer. Then, in the link's sequence
+// order, the block's parts are received: plain bytes straight into the caller's buffer where
+// nothing else is to be done with them, otherwise into scratch; frames into a host buffer or a
+// device slot of that peer. A plain run's bytes arrive as one receive of its first block, once
+// every block of the run has had its envelope checked; the blocks it carries share that
+// receive. Last the frame is decoded and the result combined with local elements where the
+// step says so.
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -24,6 +27,14 @@ std::string DescribeOperation(OperationKind kind, uint64_t count, DataType dtype
   return text;
 }
 
+// How an envelope says its block's bytes travel: "alone", "as the first of a run of 3 blocks",
+// "in block 2's run of 3 blocks".
+std::string RunOf(const Envelope& e) {
+  if (e.run_first != e.block_index) return absl::StrCat("in block ", e.run_first, "'s run of ", e.run_blocks, " blocks");
+  if (e.run_blocks == 1) return "alone";
+  return absl::StrCat("as the first of a run of ", e.run_blocks, " blocks");
+}
+
 }  // namespace
 
 uint8_t* OperationTask::Destination(const RecvStep& step, uint32_t block) const {
@@ -37,6 +48,7 @@ void OperationTask::PostRecv(TaskContext& context, RecvBlock& block, void* data,
   block.requests.push_back(context.lanes->ForRecv(peer).Recv(
       peer, data, bytes, memory, Tag(first_recv_sequence_[peer], block.link_position, stream), context.wake));
   context.stats->wire_bytes_received += bytes;
+  ++context.stats->transport_messages_received;
   if (keep != nullptr) *keep = block.requests.back();
 }
 
@@ -88,6 +100,7 @@ bool OperationTask::OnEnvelope(RecvBlock& block) {
   const RecvStep& step = spec_.schedule.recvs[block.step];
   const Schedule& mine = spec_.schedule;
   const uint64_t elements = BlockElements(step.count, block.index);
+  const size_t width = ElementSize(spec_.dtype);
   const uint32_t blocks = BlockCount(step.count, spec_.block_elements);
   auto mismatch = [&](absl::Status why) {
     out_of_step_.emplace_back(step.peer, absl::FailedPreconditionError(absl::StrCat(
@@ -115,6 +128,19 @@ bool OperationTask::OnEnvelope(RecvBlock& block) {
         " elements) where this receive expects ", step.count, " elements of ", DataTypeName(spec_.dtype), " (block ",
         block.index, " of ", blocks, ", ", elements, " elements)")));
   }
+  // Runs carry point-to-point messages only (collectives go block by block; a receive of a
+  // point-to-point message lands in the caller's buffer as it is), never past the last block.
+  if (envelope->run_blocks > 1 &&
+      (mine.kind != OperationKind::kSendRecv || uint64_t{envelope->run_first} + envelope->run_blocks > blocks)) {
+    FailBlock("recv", block.step, block.index,
+              absl::DataLossError(absl::StrCat(
+                  "block ", block.index, " of ", blocks, ": the envelope says its bytes travel in a plain run of ",
+                  envelope->run_blocks, " blocks from block ", envelope->run_first, ", ",
+                  mine.kind != OperationKind::kSendRecv ? "but a collective's blocks go one by one"
+                                                        : absl::StrCat("past the message's ", blocks, " blocks of ",
+                                                                       step.count * width, " bytes"))));
+    return true;
+  }
   if (envelope->kind == BlockKind::kFrame) {
     absl::StatusOr<FramePlan> plan = PlanFrame(spec_.dtype, elements);
     if (!plan.ok() || !plan->split || plan->raw_offset != envelope->raw_offset || plan->raw_bytes != envelope->raw_bytes ||
@@ -140,9 +166,26 @@ bool OperationTask::PostParts(TaskContext& context, RecvBlock& block) {
   if (recv_order_[step.peer][next_parts_[step.peer]] != static_cast<uint32_t>(&block - recv_blocks_.data())) return false;
   if (!(*context.recvs_open)[step.peer]) return false;
   if (!InputReady()) return false;
+  if (block.header.run_first != block.index) return PostCarried(block);
   const uint64_t bytes = BlockElements(step.count, block.index) * ElementSize(spec_.dtype);
   const bool direct = block.header.kind == BlockKind::kPlain && step.into && !step.reduce_with;
   const bool frame = block.header.kind == BlockKind::kFrame;
+  if (LeadsRun(block.header)) {
+    // OnEnvelope let only point-to-point blocks, which land directly, lead a run.
+    std::optional<absl::Status> run = CheckRun(block);
+    if (!run) return false;
+    if (!run->ok()) {
+      FailBlock("recv", block.step, block.index, *run);
+      return true;
+    }
+    block.result = Destination(step, block.index);
+    PostRecv(context, block, block.result,
+             RunElements(step.count, block.index, block.header.run_blocks) * ElementSize(spec_.dtype), spec_.memory,
+             kRawStream, &block.run_request);
+    block.stage = RecvStage::kReceiving;
+    ++next_parts_[step.peer];
+    return true;
+  }
   if (direct) {
     block.result = Destination(step, block.index);
     PostRecv(context, block, block.result, bytes, spec_.memory, kRawStream);
@@ -184,6 +227,39 @@ bool OperationTask::PostParts(TaskContext& context, RecvBlock& block) {
   PostRecv(context, block, frame_buffer + block.plan.raw_offset, block.plan.raw_bytes, frame_memory, kRawStream);
   PostRecv(context, block, head, block.plan.raw_offset, MemoryType::kHost, kHeadStream, &block.head_request);
   block.stage = RecvStage::kHead;
+  return true;
+}
+
+std::optional<absl::Status> OperationTask::CheckRun(const RecvBlock& first) const {
+  const uint32_t end = first.index + first.header.run_blocks;
+  for (uint32_t b = first.index + 1; b < end; ++b) {
+    const RecvBlock& carried = RecvBlockOf(first.step, b);
+    if (carried.stage == RecvStage::kEnvelope) return std::nullopt;
+    if (carried.header.run_first != first.index || carried.header.run_blocks != first.header.run_blocks) {
+      return absl::DataLossError(absl::StrCat("block ", first.index, "'s envelope says it carries blocks ", first.index,
+                                              " to ", end - 1, ", but block ", b, "'s says its bytes travel ",
+                                              RunOf(carried.header)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+bool OperationTask::PostCarried(RecvBlock& block) {
+  const RecvStep& step = spec_.schedule.recvs[block.step];
+  // The run's first block came earlier on the link, so it has posted the run's receive, unless
+  // it leads no such run (CheckRun saw only the blocks it claims).
+  const RecvBlock& first = RecvBlockOf(block.step, block.header.run_first);
+  if (!LeadsRun(first.header) || first.header.run_blocks != block.header.run_blocks || first.run_request == nullptr) {
+    FailBlock("recv", block.step, block.index,
+              absl::DataLossError(absl::StrCat("block ", block.index, "'s envelope says its bytes travel ",
+                                               RunOf(block.header), ", but block ", block.header.run_first,
+                                               "'s says its bytes travel ", RunOf(first.header))));
+    return true;
+  }
+  block.result = Destination(step, block.index);
+  block.requests.push_back(first.run_request);
+  block.stage = RecvStage::kReceiving;
+  ++next_parts_[step.peer];
   return true;
 }
 

@@ -5,8 +5,9 @@
 // while the window is full, in a send slot beyond the window's blocks, and takes the window in
 // link order once there is room: the blocks on their way share the link and land about
 // together, and without encoding ahead the link waited for the next frames' encodes (H200 run
-// s6-1). A forwarded block re-sends the parts of a received block exactly as they arrived,
-// with no re-coding.
+// s6-1). A plain block of a point-to-point send takes the following blocks that go plainly too
+// into one plain run, whose bytes leave as one transport message (plain_run.h). A forwarded
+// block re-sends the parts of a received block exactly as they arrived, with no re-coding.
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -34,6 +35,8 @@ Envelope OperationTask::BlockEnvelope(const SendBlock& block, BlockKind kind) co
   envelope.block_count = BlockCount(step.chunk.count, spec_.block_elements);
   envelope.message_count = step.chunk.count;
   envelope.block_elements = BlockElements(step.chunk.count, block.index);
+  envelope.run_first = block.run_first;
+  envelope.run_blocks = block.run_blocks;
   if (kind == BlockKind::kFrame) {
     envelope.raw_offset = block.plan.raw_offset;
     envelope.raw_bytes = block.plan.raw_bytes;
@@ -60,7 +63,8 @@ bool OperationTask::AdvanceSends(TaskContext& context) {
   bool moved = false;
   for (SendBlock& block : send_blocks_) {
     if (block.stage == SendStage::kEncoding) moved |= AdvanceEncoding(context, block);
-    if (block.stage == SendStage::kSending) {
+    // A carried block completes with the first block of its run.
+    if (block.stage == SendStage::kSending && block.run_first == block.index) {
       if (std::optional<absl::Status> done = Completed(block.requests)) {
         FailBlock("send", block.step, block.index, *done);
         RetireSend(context, block);
@@ -71,7 +75,9 @@ bool OperationTask::AdvanceSends(TaskContext& context) {
   // Each link's blocks start strictly in sequence order (after every earlier task's on that
   // link), each once its source is ready and the window to the peer has room; a device frame of
   // the caller's elements also needs a slot. Device frames may start ahead of the window, and
-  // take it in the same order.
+  // take it in the same order. A plain run starts all its blocks at once and takes the window's
+  // room of its first block only: it is one transfer, as a block is, and the next may start
+  // beside it (send_window.h).
   for (size_t peer = 0; peer < send_order_.size(); ++peer) {
     const std::vector<uint32_t>& link = send_order_[peer];
     if (!(*context.sends_open)[peer]) continue;
@@ -91,12 +97,12 @@ bool OperationTask::AdvanceSends(TaskContext& context) {
           block.window_bytes = 0;
           break;
         }
-        ++next_window_[peer];
+        next_window_[peer] += block.run_blocks;
       } else if (!StartAhead(context, block)) {
         break;
       }
       TraceBlock("send", block.step, block.index, "started");
-      ++next_send_[peer];
+      next_send_[peer] += block.run_blocks;
       moved = true;
     }
   }
@@ -104,47 +110,63 @@ bool OperationTask::AdvanceSends(TaskContext& context) {
 }
 
 void OperationTask::PostSend(TaskContext& context, SendBlock& block, const void* data, uint64_t bytes, MemoryType memory,
-                             PartStream stream) {
+                             PartStream stream, const SendBlock* sequence_of) {
   const int peer = spec_.schedule.sends[block.step].peer;
-  block.requests.push_back(
-      context.lanes->ForSend().Send(peer, data, bytes, memory,
-                                    Tag(first_send_sequence_[peer], block.link_position, stream), context.wake));
+  const uint32_t position = (sequence_of != nullptr ? *sequence_of : block).link_position;
+  block.requests.push_back(context.lanes->ForSend().Send(peer, data, bytes, memory,
+                                                         Tag(first_send_sequence_[peer], position, stream), context.wake));
   context.stats->wire_bytes_sent += bytes;
+  ++context.stats->transport_messages_sent;
 }
 
-void OperationTask::Choose(TaskContext& context, SendBlock& block) {
-  if (block.choice != SendBlock::Choice::kUndecided) return;
+std::optional<FramePlan> OperationTask::FramePlanOf(TaskContext& context, SendBlock& block) {
   const SendStep& step = spec_.schedule.sends[block.step];
-  if (step.source == SendStep::Source::kForward) {
-    block.choice = SendBlock::Choice::kForward;
-    return;
-  }
   const uint64_t elements = BlockElements(step.chunk.count, block.index);
-  const bool compress = context.policy->ShouldCompress(spec_.compression, spec_.dtype, elements * ElementSize(spec_.dtype),
-                                                       step.peer, spec_.memory, spec_.tensor);
-  absl::StatusOr<FramePlan> plan = compress ? PlanFrame(spec_.dtype, elements) : absl::StatusOr<FramePlan>();
-  if (!compress || !plan.ok() || !plan->split) {
-    block.choice = SendBlock::Choice::kPlain;
-    return;
+  if (!block.compress) {
+    block.compress = context.policy->ShouldCompress(spec_.compression, spec_.dtype, elements * ElementSize(spec_.dtype),
+                                                    step.peer, spec_.memory, spec_.tensor);
   }
-  block.plan = *plan;
-  block.choice = spec_.memory == MemoryType::kHost ? SendBlock::Choice::kHostFrame : SendBlock::Choice::kDeviceFrame;
+  if (!*block.compress) return std::nullopt;
+  // A frame that would store the elements as they are (too few to code) goes plainly instead.
+  absl::StatusOr<FramePlan> plan = PlanFrame(spec_.dtype, elements);
+  if (!plan.ok() || !plan->split) return std::nullopt;
+  return *plan;
+}
+
+PlainRun OperationTask::FormPlainRun(TaskContext& context, const SendBlock& block) {
+  const SendStep& step = spec_.schedule.sends[block.step];
+  const size_t width = ElementSize(spec_.dtype);
+  const uint64_t first_bytes = BlockElements(step.chunk.count, block.index) * width;
+  // Staged, a run's transport message would hold staging blocks until its receiver posts, which
+  // the sends to other peers may need first (CollectivesDeviceGroups.
+  // SendsToPeersThatDependOnEachOtherDoNotDeadlock); the send window bounds a block's.
+  if (spec_.schedule.kind != OperationKind::kSendRecv || context.lanes->Stages(spec_.memory)) {
+    return PlainRun{.blocks = 1, .bytes = first_bytes};
+  }
+  // A point-to-point send is one step, whose link order is its block order: the candidates are
+  // the blocks after this one.
+  const uint32_t candidates = BlockCount(step.chunk.count, spec_.block_elements) - block.index - 1;
+  return ExtendPlainRun(
+      first_bytes, candidates, context.max_run_bytes,
+      [&](uint32_t k) { return BlockElements(step.chunk.count, block.index + k) * width; },
+      [&](uint32_t k) { return !FramePlanOf(context, SendBlockOf(block.step, block.index + k)).has_value(); });
 }
 
 bool OperationTask::StartSend(TaskContext& context, SendBlock& block) {
-  Choose(context, block);
-  if (block.choice == SendBlock::Choice::kForward) {
+  const SendStep& step = spec_.schedule.sends[block.step];
+  if (step.source == SendStep::Source::kForward) {
     StartForward(context, block);
     return true;
   }
-  const SendStep& step = spec_.schedule.sends[block.step];
   RecvBlock* reduced = step.source == SendStep::Source::kReduced ? SourceBlock(block) : nullptr;
   const uint8_t* source = reduced != nullptr ? reduced->result : ChunkAddress(step.chunk, block.index * spec_.block_elements);
-  if (block.choice == SendBlock::Choice::kPlain) {
+  const std::optional<FramePlan> plan = FramePlanOf(context, block);
+  if (!plan) {
     StartPlain(context, block, source);
     return true;
   }
-  if (block.choice == SendBlock::Choice::kHostFrame) {
+  block.plan = *plan;
+  if (spec_.memory == MemoryType::kHost) {
     StartHostFrame(context, block, source);
     return true;
   }
@@ -158,8 +180,10 @@ bool OperationTask::StartSend(TaskContext& context, SendBlock& block) {
 }
 
 bool OperationTask::StartAhead(TaskContext& context, SendBlock& block) {
-  Choose(context, block);
-  if (block.choice != SendBlock::Choice::kDeviceFrame) return false;
+  if (spec_.schedule.sends[block.step].source == SendStep::Source::kForward || spec_.memory != MemoryType::kDevice) {
+    return false;
+  }
+  if (!FramePlanOf(context, block)) return false;
   return StartSend(context, block);
 }
 
@@ -203,13 +227,25 @@ void OperationTask::StartForward(TaskContext& context, SendBlock& block) {
 }
 
 void OperationTask::StartPlain(TaskContext& context, SendBlock& block, const uint8_t* source) {
-  const SendStep& step = spec_.schedule.sends[block.step];
-  const uint64_t bytes = BlockElements(step.chunk.count, block.index) * ElementSize(spec_.dtype);
+  const PlainRun run = FormPlainRun(context, block);
+  block.run_blocks = run.blocks;
   block.envelope = EncodeEnvelope(BlockEnvelope(block, BlockKind::kPlain));
-  StartMeter(context, block, SendBlock::Meter::kPlain, bytes, absl::Now());
+  // The run is one sample of the plain rate: its bytes over its time on the link.
+  StartMeter(context, block, SendBlock::Meter::kPlain, run.bytes, absl::Now());
   PostSend(context, block, block.envelope.data(), kEnvelopeBytes, MemoryType::kHost, kEnvelopeStream);
-  PostSend(context, block, source, bytes, spec_.memory, kRawStream);
-  ++context.stats->blocks_bypassed;
+  // Every carried block's envelope goes on its own sequence before the run's bytes, which
+  // travel on the first block's raw stream.
+  for (uint32_t k = 1; k < run.blocks; ++k) {
+    SendBlock& carried = SendBlockOf(block.step, block.index + k);
+    carried.run_first = block.index;
+    carried.run_blocks = run.blocks;
+    carried.envelope = EncodeEnvelope(BlockEnvelope(carried, BlockKind::kPlain));
+    PostSend(context, block, carried.envelope.data(), kEnvelopeBytes, MemoryType::kHost, kEnvelopeStream, &carried);
+    carried.stage = SendStage::kSending;
+    TraceBlock("send", carried.step, carried.index, "started");
+  }
+  PostSend(context, block, source, run.bytes, spec_.memory, kRawStream);
+  context.stats->blocks_bypassed += run.blocks;
   block.stage = SendStage::kSending;
 }
 
@@ -305,6 +341,9 @@ bool OperationTask::AdvanceEncoding(TaskContext& context, SendBlock& block) {
       return true;
     }
     block.encoded = true;
+    const SendStep& step = spec_.schedule.sends[block.step];
+    context.policy->DeviceEncoded(BlockElements(step.chunk.count, block.index) * ElementSize(spec_.dtype),
+                                  block.codec_start, absl::Now());
     TraceBlock("send", block.step, block.index, "encoded");
     moved = true;
   }
@@ -355,7 +394,7 @@ void OperationTask::StartMeter(TaskContext& context, SendBlock& block, SendBlock
 
 void OperationTask::RetireSend(TaskContext& context, SendBlock& block) {
   const SendStep& step = spec_.schedule.sends[block.step];
-  const uint64_t payload = BlockElements(step.chunk.count, block.index) * ElementSize(spec_.dtype);
+  const uint64_t payload = RunElements(step.chunk.count, block.index, block.run_blocks) * ElementSize(spec_.dtype);
   if (block.meter == SendBlock::Meter::kPlain) {
     context.policy->PlainSendDone(step.peer, spec_.memory, payload, status_.ok(), block.meter_start, absl::Now());
   } else if (block.meter == SendBlock::Meter::kCompressed) {
@@ -372,6 +411,11 @@ void OperationTask::RetireSend(TaskContext& context, SendBlock& block) {
   block.window_bytes = 0;
   block.stage = SendStage::kDone;
   TraceBlock("send", block.step, block.index, "done");
+  for (uint32_t k = 1; k < block.run_blocks; ++k) {
+    SendBlock& carried = SendBlockOf(block.step, block.index + k);
+    carried.stage = SendStage::kDone;
+    TraceBlock("send", carried.step, carried.index, "done");
+  }
   if (RecvBlock* source = SourceBlock(block); source != nullptr && step.source != SendStep::Source::kChunk) {
     --source->consumers;
   }

@@ -4,6 +4,9 @@
 // group moved at 60-76 % of the rate of one large message. With the bound, a few blocks
 // stream at full rate and the rest wait their turn, in call order. The bound is per peer, so
 // a receiver that is late to post its receives holds up only the sends addressed to it.
+// A plain run (plain_run.h) is one transfer however many blocks it carries, and takes the room
+// of its first block: so the next block or run may start beside it, as beside a block, and a
+// message of several runs or a group of large sends keeps the link busy between them.
 // Pipeline thread only.
 #pragma once
 

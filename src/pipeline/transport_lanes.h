@@ -39,6 +39,7 @@ class TransportLanes {
   const transport::TransportOptions& options() const { return lanes_[0]->options(); }
   // The same on every lane (checked at creation).
   bool device_memory_direct() const { return lanes_[0]->device_memory_direct(); }
+  bool Stages(transport::MemoryType type) const { return lanes_[0]->Stages(type); }
 
   // The lane of this rank's sends (to any peer), and of its receives from `peer`.
   transport::Transport& ForSend() { return *lanes_[rank() % lanes_.size()]; }

@@ -26,7 +26,7 @@ absl::Status CheckOptions(const TransportOptions& options, int rank, int size) {
   if (size > kMaxRanks) {
     return absl::InvalidArgumentError(absl::StrCat(context, ": world size ", size, " exceeds ", kMaxRanks));
   }
-  if (options.block_bytes == 0) return absl::InvalidArgumentError(absl::StrCat(context, ": block_bytes is 0"));
+  if (options.block_bytes == size_t{0}) return absl::InvalidArgumentError(absl::StrCat(context, ": block_bytes is 0"));
   if (options.op_timeout <= absl::ZeroDuration() || options.shutdown_timeout < absl::ZeroDuration()) {
     return absl::InvalidArgumentError(absl::StrCat(context, ": timeouts must be positive"));
   }
@@ -61,16 +61,19 @@ uint8_t RandomCommunicatorId() { return static_cast<uint8_t>(std::random_device(
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<Transport>> Transport::Create(Bootstrap& bootstrap, const TransportOptions& options) {
+absl::StatusOr<std::unique_ptr<Transport>> Transport::Create(Bootstrap& bootstrap, const TransportOptions& requested) {
   const int rank = bootstrap.rank();
-  if (absl::Status s = CheckOptions(options, rank, bootstrap.size()); !s.ok()) return s;
-  absl::StatusOr<std::unique_ptr<UcxContext>> context = UcxContext::Create(options.ucx_transports, rank);
+  if (absl::Status s = CheckOptions(requested, rank, bootstrap.size()); !s.ok()) return s;
+  absl::StatusOr<std::unique_ptr<UcxContext>> context = UcxContext::Create(requested.ucx_transports, rank);
   if (!context.ok()) return context.status();
+  TransportOptions options = requested;
+  options.block_bytes =
+      requested.block_bytes.value_or((*context)->cuda_memory_supported() ? kCudaUcxBlockBytes : kDefaultBlockBytes);
 
   // Everyone takes rank 0's communicator id and checks that the block sizes and lane counts agree.
   WireWriter mine;
   mine.U8(RandomCommunicatorId())
-      .U64(options.block_bytes)
+      .U64(*options.block_bytes)
       .U32(static_cast<uint32_t>(options.transport_lanes))
       .String((*context)->address());
   absl::StatusOr<std::vector<std::string>> all = bootstrap.AllGather(mine.bytes(), absl::Now() + options.op_timeout);
@@ -87,8 +90,8 @@ absl::StatusOr<std::unique_ptr<Transport>> Transport::Create(Bootstrap& bootstra
       return absl::DataLossError(absl::StrCat("rank ", rank, ": malformed transport record from rank ", r));
     }
     if (r == 0) communicator_id = id;
-    if (block_bytes != options.block_bytes) {
-      return absl::InvalidArgumentError(absl::StrCat("rank ", rank, ": block size ", options.block_bytes,
+    if (block_bytes != *options.block_bytes) {
+      return absl::InvalidArgumentError(absl::StrCat("rank ", rank, ": block size ", *options.block_bytes,
                                                      " differs from rank ", r, "'s ", block_bytes,
                                                      "; every rank must use the same"));
     }
@@ -180,9 +183,9 @@ absl::Status Transport::Validate(Op& op, MemoryType type) const {
     return fail(absl::StatusCode::kInvalidArgument,
                 absl::StrCat("tag out of range (sequence <= ", kMaxSequence, ", stream <= ", kMaxStream, ")"));
   }
-  if (op.bytes / options_.block_bytes >= kMaxBlocks) {
+  if (op.bytes / *options_.block_bytes >= kMaxBlocks) {
     return fail(absl::StatusCode::kInvalidArgument,
-                absl::StrCat("more than ", kMaxBlocks, " blocks of ", options_.block_bytes, " bytes"));
+                absl::StrCat("more than ", kMaxBlocks, " blocks of ", *options_.block_bytes, " bytes"));
   }
   if (op.bytes == 0) return absl::OkStatus();
   PointerInfo actual = ClassifyPointer(op.data);
@@ -223,9 +226,8 @@ std::shared_ptr<Request> Transport::Post(OpKind kind, int peer, uint8_t* data, s
     request->Complete(valid);
     return request;
   }
-  op->staged = bytes > 0 && ((type == MemoryType::kDevice && !device_memory_direct()) ||
-                             (type == MemoryType::kHost && options_.stage_host_memory));
-  CutIntoBlocks(*op, options_.block_bytes);
+  op->staged = bytes > 0 && Stages(type);
+  CutIntoBlocks(*op, *options_.block_bytes);
   absl::Status refused;
   {
     absl::MutexLock lock(&mutex_);

@@ -59,6 +59,10 @@ class Transport {
   int size() const { return size_; }
   // True when UCX takes device pointers itself (a CUDA-enabled UCX).
   bool device_memory_direct() const { return context_->cuda_memory_supported(); }
+  // True when messages of `type` go through the pinned staging pool block by block.
+  bool Stages(MemoryType type) const {
+    return type == MemoryType::kDevice ? !device_memory_direct() : options_.stage_host_memory;
+  }
   const TransportOptions& options() const { return options_; }
 
   // Posts a message of exactly `bytes` bytes; the receiver must post the same size and tag.
@@ -162,7 +166,7 @@ class Transport {
 
   const int rank_;
   const int size_;
-  const TransportOptions options_;
+  const TransportOptions options_;  // block_bytes resolved (Create)
   const absl::Duration wait_spin_;  // options_.wait_spin, resolved for this machine
   std::unique_ptr<UcxContext> context_;
   const uint8_t communicator_id_;

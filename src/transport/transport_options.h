@@ -13,6 +13,10 @@ namespace ucclzip::transport {
 // The public options reach the transport as they are; staging_copy_wakeups, for one, decides
 // whether the staging engines signal the progress thread's eventfd and whether the thread
 // sleeps while their copies run (transport_progress.cc, WaitForEvents).
+// CommunicatorOptions::block_bytes where it is unset (communicator.h says why).
+inline constexpr size_t kDefaultBlockBytes = size_t{4} << 20;
+inline constexpr size_t kCudaUcxBlockBytes = size_t{256} << 20;
+
 struct TransportOptions : CommunicatorOptions {
   // Routes host buffers through the staged path too (copies by memcpy), so that the staged
   // pipeline runs, and is tested, on machines without a GPU.

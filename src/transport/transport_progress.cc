@@ -143,8 +143,8 @@ absl::StatusOr<StagingPath*> Transport::StagingPathFor(MemoryType type, int devi
   }
   // A pool smaller than one block per direction is sized up to that: host memory is never
   // staged, so the option only matters here, where the larger size is what works.
-  const size_t pool_bytes = std::max(options_.staging_pool_bytes, 2 * options_.block_bytes);
-  const size_t blocks = pool_bytes / options_.block_bytes / 2;
+  const size_t pool_bytes = std::max(options_.staging_pool_bytes, 2 * *options_.block_bytes);
+  const size_t blocks = pool_bytes / *options_.block_bytes / 2;
   // Without wake-ups the progress thread polls the copies, and signals would only pile up.
   const int copy_done_fd = options_.staging_copy_wakeups ? wake_fd_ : -1;
   std::unique_ptr<StagingEngine> engine;
@@ -156,12 +156,12 @@ absl::StatusOr<StagingPath*> Transport::StagingPathFor(MemoryType type, int devi
     engine = std::move(*cuda);
   }
   absl::StatusOr<std::unique_ptr<StagingPath>> created =
-      StagingPath::Create(std::move(engine), options_.block_bytes, pool_bytes, device);
+      StagingPath::Create(std::move(engine), *options_.block_bytes, pool_bytes, device);
   if (!created.ok()) return created.status();
   path = std::move(*created);
   UCCLZIP_LOG(kDebug) << "rank " << rank_ << ": staging " << MemoryTypeName(type) << " memory"
                       << (type == MemoryType::kDevice ? absl::StrCat(" of device ", device) : "") << " through "
-                      << pool_bytes << " B of pinned host memory (" << blocks << " blocks of " << options_.block_bytes
+                      << pool_bytes << " B of pinned host memory (" << blocks << " blocks of " << *options_.block_bytes
                       << " B per direction)";
   return path.get();
 }

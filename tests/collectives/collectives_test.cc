@@ -197,33 +197,52 @@ TEST(Collectives, ReduceTakesNullOffTheRootAndGroupsWithOtherRoots) {
 }
 
 // Sends to two peers in one group, where one receiver first needs data that the other gets
-// only from this group: per-peer slots and windows let both go on (docs/PIPELINE.md).
-TEST(Collectives, GroupedSendsToPeersThatDependOnEachOther) {
+// only from this group: per-peer slots and windows let both go on (docs/PIPELINE.md). Also
+// staged and uncompressed, where a plain run's one transport message would hold the staging
+// blocks that the send to the other peer needs until its receiver posts (docs/PIPELINE.md,
+// "Plain runs": there are none on staged paths).
+class GroupedSendsToPeersThatDependOnEachOther : public ::testing::TestWithParam<std::tuple<bool, CompressionMode>> {};
+
+TEST_P(GroupedSendsToPeersThatDependOnEachOther, FinishWithTheRightBytes) {
+  const auto [staged, mode] = GetParam();
   ExpectRanksSucceeded(RunRanks({.world_size = 3}, [&](const RankContext& context) -> absl::Status {
     transport::TransportOptions options = PipelineOptions();
+    options.stage_host_memory = staged;
+    options.staging_pool_bytes = 2 << 20;
     auto comm = CreateCommunicator(context, options);
     if (!comm.ok()) return comm.status();
     Communicator& c = **comm;
-    const uint64_t count = 600'000;  // several blocks each: more than the slots and the window hold
+    const uint64_t count = 600'000;  // several blocks each: more than the slots, the window and the pool hold
+    const SendOptions send{.compression = mode};
     std::vector<uint8_t> a = GenerateTensor(DataType::kBFloat16, count, {DistKind::kGaussian, 0.02}, 1);
     std::vector<uint8_t> b = GenerateTensor(DataType::kBFloat16, count, {DistKind::kGaussian, 0.02}, 2);
     std::vector<uint8_t> got(a.size()), relay(a.size());
     if (c.rank() == 0) {
       c.GroupStart();
-      c.Send(a.data(), count, DataType::kBFloat16, 1, nullptr);
-      c.Send(b.data(), count, DataType::kBFloat16, 2, nullptr);
+      c.Send(a.data(), count, DataType::kBFloat16, 1, nullptr, send);
+      c.Send(b.data(), count, DataType::kBFloat16, 2, nullptr, send);
       return WaitOk(c.GroupEnd(), "rank 0's group");
     }
     if (c.rank() == 2) {
       if (absl::Status s = WaitOk(c.Recv(got.data(), count, DataType::kBFloat16, 0, nullptr), "b"); !s.ok()) return s;
-      return WaitOk(c.Send(got.data(), count, DataType::kBFloat16, 1, nullptr), "relay of b");
+      return WaitOk(c.Send(got.data(), count, DataType::kBFloat16, 1, nullptr, send), "relay of b");
     }
-    if (absl::Status s = WaitOk(c.Recv(relay.data(), count, DataType::kBFloat16, 2, nullptr), "relay"); !s.ok()) return s;
+    if (absl::Status s = WaitOk(c.Recv(relay.data(), count, DataType::kBFloat16, 2, nullptr), "relay"); !s.ok()) {
+      return s;
+    }
     if (absl::Status s = WaitOk(c.Recv(got.data(), count, DataType::kBFloat16, 0, nullptr), "a"); !s.ok()) return s;
     if (absl::Status s = ExpectSameBytes(relay.data(), b.data(), b.size(), "relayed b"); !s.ok()) return s;
     return ExpectSameBytes(got.data(), a.data(), a.size(), "a");
   }));
 }
+
+INSTANTIATE_TEST_SUITE_P(Collectives, GroupedSendsToPeersThatDependOnEachOther,
+                         ::testing::Combine(::testing::Bool(),
+                                            ::testing::Values(CompressionMode::kAuto, CompressionMode::kOff)),
+                         [](const auto& info) {
+                           return absl::StrCat(std::get<0>(info.param) ? "staged_" : "unstaged_",
+                                               std::get<1>(info.param) == CompressionMode::kOff ? "off" : "auto");
+                         });
 
 }  // namespace
 }  // namespace ucclzip::testing

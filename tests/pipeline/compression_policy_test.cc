@@ -191,6 +191,51 @@ TEST(CompressionPolicy, AProbeIsChargedForItsOwnTurnOnTheLinkNotForTheQueueAhead
   EXPECT_LE(Compressed(codec_bound, 1, MemoryType::kDevice, 1000), 10);
 }
 
+// `blocks` device frames to `peer`, each encoded at `encode` bytes/s while the link was still
+// busy with earlier blocks, so that each send is charged only its wire time at `wire` bytes/s
+// of payload (ServiceTime): frames encoded ahead of the send window.
+void EncodeAheadOnDevice(CompressionPolicy& policy, int peer, double encode, double wire, int blocks = 32) {
+  for (int i = 0; i < blocks; ++i) {
+    const absl::Time encode_start = clock;
+    clock += absl::Seconds(kBig / encode);
+    policy.DeviceEncoded(kBig, encode_start, clock);
+    policy.CompressedSendStarted(peer, MemoryType::kDevice, kBig);
+    const absl::Time link_free = clock;
+    clock += absl::Seconds(kBig / wire);
+    policy.CompressedSendDone(peer, MemoryType::kDevice, kBig, true, link_free, clock);
+  }
+}
+
+// On a link faster than the GPU codec (GPU-direct: 300 GB/s plain, a codec in the pipeline at
+// 22 GB/s), frames whose encodes overlapped the link's earlier blocks are charged their wire
+// time only and seem to deliver 600 GB/s; the codec's own rate bounds them (H200 run s7-2: auto
+// compressed and delivered 0.08x of off). Where the link is the bottleneck the codec's rate
+// changes nothing.
+TEST(CompressionPolicy, OnDeviceMemoryTheCodecsRateBoundsWhatFramesDeliver) {
+  CompressionPolicy direct(4096);
+  Observe(direct, 1, MemoryType::kDevice, 300e9, 0);
+  EncodeAheadOnDevice(direct, 1, 22e9, 600e9);
+  EXPECT_NEAR(*direct.compressed_rate(1, MemoryType::kDevice), 600e9, 6e9);
+  EXPECT_NEAR(*direct.device_codec_rate(), 22e9, 2e8);
+  EXPECT_LE(Compressed(direct, 1, MemoryType::kDevice, 4000), 10);  // probes only
+  CompressionPolicy staged(4096);
+  Observe(staged, 1, MemoryType::kDevice, 4e9, 0);
+  EncodeAheadOnDevice(staged, 1, 100e9, 6e9);
+  EXPECT_GE(Compressed(staged, 1, MemoryType::kDevice, 4000), 3990);
+}
+
+// Encodes that overlap on several slots' streams count their time once: four at once that take
+// 4 ms together code four blocks per 4 ms, not one.
+TEST(CompressionPolicy, OverlappingDeviceEncodesCountTheirTimeOnce) {
+  CompressionPolicy policy(4096);
+  for (int round = 0; round < 16; ++round) {
+    const absl::Time start = clock;
+    for (int slot = 1; slot <= 4; ++slot) policy.DeviceEncoded(kBig, start, start + absl::Milliseconds(slot));
+    clock = start + absl::Milliseconds(4);
+  }
+  EXPECT_NEAR(*policy.device_codec_rate(), 4 * kBig / 4e-3, 1e7);
+}
+
 // The first block on a path pays what happens once (endpoints wired up, memory mapped for
 // IPC): 50 ms for a block that then takes 0.1 ms. Were it a sample, one more plain block would
 // leave plain at 3 GB/s, below frames at 5 GB/s, and auto would compress on a 10 GB/s link.

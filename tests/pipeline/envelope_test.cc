@@ -7,6 +7,7 @@ namespace {
 
 TEST(Envelope, RoundTripsEveryField) {
   Envelope in{BlockKind::kFrame, DataType::kFloat16, 3, 9, 123456789012ull, 4096, 640, 4096, 4736};
+  in.run_first = 3;
   auto bytes = EncodeEnvelope(in);
   absl::StatusOr<Envelope> out = DecodeEnvelope(bytes.data());
   ASSERT_TRUE(out.ok()) << out.status();
@@ -19,6 +20,48 @@ TEST(Envelope, RoundTripsEveryField) {
   EXPECT_EQ(out->raw_offset, 640u);
   EXPECT_EQ(out->raw_bytes, 4096u);
   EXPECT_EQ(out->coded_offset, 4736u);
+  EXPECT_EQ(out->run_first, 3u);
+  EXPECT_EQ(out->run_blocks, 1u);
+}
+
+TEST(Envelope, RoundTripsAPlainRun) {
+  Envelope lead{.kind = BlockKind::kPlain, .dtype = DataType::kBFloat16, .block_index = 70'000, .block_count = 70'005};
+  lead.run_first = 70'000;
+  lead.run_blocks = 5;
+  Envelope carried = lead;
+  carried.block_index = 70'004;
+  for (const Envelope& in : {lead, carried}) {
+    absl::StatusOr<Envelope> out = DecodeEnvelope(EncodeEnvelope(in).data());
+    ASSERT_TRUE(out.ok()) << out.status();
+    EXPECT_EQ(out->block_index, in.block_index);
+    EXPECT_EQ(out->run_first, 70'000u);
+    EXPECT_EQ(out->run_blocks, 5u);
+    EXPECT_EQ(LeadsRun(*out), in.block_index == 70'000);
+  }
+  EXPECT_FALSE(LeadsRun(Envelope{}));  // a block in a run of itself carries only itself
+}
+
+// A block must lie in the run it names, and a frame is only ever its own run: anything else is
+// malformed before the receiver compares it with its own call.
+TEST(Envelope, RejectsABlockOutsideItsRunAndFramesInRuns) {
+  auto decode = [](uint32_t index, uint32_t run_first, uint32_t run_blocks, BlockKind kind = BlockKind::kPlain) {
+    Envelope e{.kind = kind, .block_index = index, .block_count = 100};
+    e.run_first = run_first;
+    e.run_blocks = run_blocks;
+    return DecodeEnvelope(EncodeEnvelope(e).data()).status();
+  };
+  EXPECT_TRUE(decode(4, 2, 3).ok());
+  EXPECT_EQ(decode(4, 2, 0).code(), absl::StatusCode::kDataLoss);  // an empty run
+  EXPECT_EQ(decode(5, 2, 3).code(), absl::StatusCode::kDataLoss);  // past its run's end
+  EXPECT_EQ(decode(1, 2, 3).code(), absl::StatusCode::kDataLoss);  // before its run's start
+  // No 32-bit wrap-around of first + blocks. (A run longer than the message is the receiver's
+  // to refuse: it alone knows how many blocks it expects.)
+  EXPECT_EQ(decode(1, 0xFFFFFFF0u, 0x20u).code(), absl::StatusCode::kDataLoss);
+  EXPECT_TRUE(decode(4, 2, 0xFFFFFFFFu).ok());
+  EXPECT_TRUE(decode(4, 4, 1, BlockKind::kFrame).ok());
+  absl::Status frame_run = decode(4, 4, 2, BlockKind::kFrame);
+  EXPECT_EQ(frame_run.code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(frame_run.message().find("frame run of 2 blocks"), std::string::npos) << frame_run;
 }
 
 TEST(Envelope, RoundTripsTheOperation) {

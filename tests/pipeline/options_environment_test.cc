@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "transport/transport_options.h"
 #include "ucclzip/communicator.h"
 
 namespace ucclzip::pipeline {
@@ -129,6 +130,10 @@ TEST_F(OptionsEnvironmentTest, CommunicatorCreateAppliesAndChecksThem) {
     ASSERT_TRUE(communicator.ok()) << communicator.status();
     EXPECT_EQ((*communicator)->options().pipeline_block_bytes, size_t{3} << 20);
     EXPECT_EQ((*communicator)->options().ucx_transports, "tcp");
+    // Unset, the transport block is the one for the UCX found: this test also runs against the
+    // libucx-cu13 wheel on the GPU machine (scripts/gpu-run's CUDA-enabled UCX stage).
+    EXPECT_EQ((*communicator)->options().block_bytes,
+              (*communicator)->device_memory_direct() ? transport::kCudaUcxBlockBytes : transport::kDefaultBlockBytes);
   }
   setenv("UCCLZIP_DEVICE_SLOTS", "many", 1);
   // An inherited listening socket is closed on this failure too, as the bootstrap would.

@@ -1,14 +1,20 @@
 #include "pipeline_test_util.h"
 
+#include <cstdlib>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
 
 namespace ucclzip::testing {
 
+std::string WithCudaTransports(const std::string& tls) {
+  const char* cuda_ucx = std::getenv("UCCLZIP_TEST_CUDA_UCX");
+  return cuda_ucx != nullptr && std::string(cuda_ucx) == "1" ? tls + ",cuda_copy,cuda_ipc" : tls;
+}
+
 transport::TransportOptions PipelineOptions(const std::string& tls) {
   transport::TransportOptions options;
-  options.ucx_transports = tls;
+  options.ucx_transports = WithCudaTransports(tls);
   options.block_bytes = size_t{64} << 10;
   options.staging_pool_bytes = size_t{1} << 20;
   options.pipeline_block_bytes = size_t{256} << 10;

@@ -15,6 +15,11 @@
 namespace ucclzip::testing {
 
 // Small pipeline blocks (256 KB) over 64 KB transport blocks, compression on for every size.
+// `tls` with UCX's CUDA transports added where UCCLZIP_TEST_CUDA_UCX=1 (scripts/gpu-run sets it
+// for the tests it runs against the libucx-cu13 wheel), so that the device tests take the direct
+// path there; UCX takes CUDA memory only where a CUDA transport is among UCX_TLS.
+std::string WithCudaTransports(const std::string& tls);
+
 transport::TransportOptions PipelineOptions(const std::string& tls = "tcp");
 
 // The same with 3-second operation and shutdown timeouts, for tests of failures.

@@ -1,7 +1,7 @@
 // Send/Recv of device buffers, both ranks on GPU 0 (staged through pinned memory unless UCX
 // takes CUDA memory), with stream semantics: the sender fills its buffer on its stream, the
 // receiver copies the result back on its own stream right after the Recv. Every dtype up to
-// 1 GB, compressed, uncompressed and auto. Skips without a GPU.
+// 1 GB, compressed, uncompressed and auto; plain runs. Skips without a GPU.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -88,6 +88,38 @@ TEST(PipelineDevice, EveryTypeAndSizeUpTo1GBArrivesBitExact) {
       if (!comm.ok()) return comm.status();
       for (size_t i = 0; i < messages.size(); ++i) {
         if (absl::Status s = DeviceRoundTrip(**comm, messages[i], i + 1); !s.ok()) return s;
+      }
+      return absl::OkStatus();
+    }));
+  }
+}
+
+// Device memory's plain blocks go as one plain run per message too where UCX takes CUDA memory:
+// one envelope per block and one part, bit-exact, after the sender's fill and the receiver's
+// clear on their streams. Staged, each block goes on its own (docs/PIPELINE.md, "Plain runs").
+TEST(PipelineDevice, PlainBlocksGoAsOneRun) {
+  UCCLZIP_SKIP_WITHOUT_GPU();
+  const std::vector<DeviceMessage> messages = {
+      {DataType::kBFloat16, (40ull << 20) + 3, {DistKind::kGaussian, 0.02}, CompressionMode::kOff},  // 6 blocks
+      {DataType::kInt32, (8ull << 20) + 1, {DistKind::kRandomBytes, 1}, CompressionMode::kOn},       // 3 blocks
+  };
+  for (const char* tls : {"tcp", "posix,sysv"}) {
+    ExpectRanksSucceeded(RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
+      if (absl::Status s = Cuda(cudaSetDevice(0), "cudaSetDevice"); !s.ok()) return s;
+      transport::TransportOptions options;
+      options.ucx_transports = WithCudaTransports(tls);
+      options.pipeline_block_bytes = size_t{16} << 20;
+      auto comm = CreateCommunicator(context, options);
+      if (!comm.ok()) return comm.status();
+      for (size_t i = 0; i < messages.size(); ++i) {
+        if (absl::Status s = DeviceRoundTrip(**comm, messages[i], i + 1); !s.ok()) return s;
+      }
+      const CommunicatorStats stats = (*comm)->stats();
+      const uint64_t messages_moved = context.rank == 0 ? stats.transport_messages_sent : stats.transport_messages_received;
+      const uint64_t want = (*comm)->device_memory_direct() ? 6 + 3 + 2 : 2 * (6 + 3);
+      if (messages_moved != want) {
+        return absl::InternalError(absl::StrCat("rank ", context.rank, ": ", messages_moved, " transport messages, want ",
+                                                want, (*comm)->device_memory_direct() ? " (direct)" : " (staged)"));
       }
       return absl::OkStatus();
     }));

@@ -1,10 +1,14 @@
 // Send/Recv failures: a receive of the wrong count or type gets a clear error naming both (and
-// the receive side refuses later receives from that peer rather than mismatching them), bad
-// arguments fail at once, and a per-call timeout fires.
+// the receive side refuses later receives from that peer rather than mismatching them), a
+// malformed plain run (sent by a forged peer) fails with an error naming it before anything
+// lands, a run's receive that fails fails the whole message, bad arguments fail at once, and a
+// per-call timeout fires.
 #include <gtest/gtest.h>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "pipeline/envelope.h"
+#include "pipeline/operation_task.h"
 #include "pipeline_test_util.h"
 
 namespace ucclzip::testing {
@@ -53,8 +57,131 @@ TEST_P(PipelineMismatch, ReceiverGetsAClearErrorAndNothingIsWritten) {
 INSTANTIATE_TEST_SUITE_P(, PipelineMismatch,
                          ::testing::Values(Mismatch{"count", DataType::kBFloat16, 100'000, DataType::kBFloat16, 99'999},
                                            Mismatch{"dtype", DataType::kFloat32, 1000, DataType::kBFloat16, 2000},
-                                           Mismatch{"blocks", DataType::kFloat32, 1'000'000, DataType::kFloat32, 10}),
+                                           Mismatch{"blocks", DataType::kFloat32, 1'000'000, DataType::kFloat32, 10},
+                                           // The sender's 16 blocks go as one plain run: the
+                                           // receiver expects more blocks, or as many with a
+                                           // shorter last one.
+                                           Mismatch{"more_blocks", DataType::kFloat32, 1'000'000, DataType::kFloat32,
+                                                    1'500'000},
+                                           Mismatch{"last_block", DataType::kFloat32, 1'000'000, DataType::kFloat32,
+                                                    999'999}),
                          [](const auto& info) { return info.param.name; });
+
+// A forged peer's envelopes for the 4 blocks of a message of 3.5 blocks (256 KB blocks of bf16),
+// each naming a plain run (run_first, run_blocks), optionally followed by raw parts.
+struct ForgedBlock {
+  uint32_t run_first;
+  uint32_t run_blocks;
+  pipeline::BlockKind kind = pipeline::BlockKind::kPlain;
+};
+struct MalformedRun {
+  std::string name;
+  std::vector<ForgedBlock> blocks;
+  absl::StatusCode code;
+  std::vector<std::string> error;  // besides rank, peer and the message
+  // Raw parts the forger sends: (the block whose sequence it takes, bytes).
+  std::vector<std::pair<uint32_t, uint64_t>> raw;
+  // The receiver's bytes from this one on must stay untouched.
+  uint64_t untouched_from = 0;
+  bool broadcast = false;  // the receiver calls a broadcast from rank 0 instead of a Recv
+};
+
+constexpr uint64_t kForgedBlockElements = 131'072;
+constexpr uint64_t kForgedCount = 3 * kForgedBlockElements + kForgedBlockElements / 2;
+
+class PipelineMalformedRun : public ::testing::TestWithParam<MalformedRun> {};
+
+TEST_P(PipelineMalformedRun, FailsWithAClearErrorAndNoHang) {
+  const MalformedRun m = GetParam();
+  ExpectRanksSucceeded(RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
+    auto comm = CreateCommunicator(context, ShortTimeoutOptions());
+    if (!comm.ok()) return comm.status();
+    const std::vector<uint8_t> data = GenerateTensor(DataType::kBFloat16, kForgedCount, {DistKind::kGaussian, 1}, 9);
+    if (context.rank == 0) {
+      // Rank 0 sends on its first lane, which is the one rank 1 receives it on.
+      transport::Transport& transport = TransportOf(**comm);
+      std::vector<std::array<uint8_t, pipeline::kEnvelopeBytes>> envelopes;
+      std::vector<std::shared_ptr<transport::Request>> sent;
+      for (uint32_t b = 0; b < m.blocks.size(); ++b) {
+        pipeline::Envelope e{.kind = m.blocks[b].kind, .dtype = DataType::kBFloat16, .block_index = b, .block_count = 4,
+                             .message_count = kForgedCount,
+                             .block_elements = std::min(kForgedBlockElements, kForgedCount - b * kForgedBlockElements)};
+        e.operation = m.broadcast ? pipeline::OperationKind::kBroadcast : pipeline::OperationKind::kSendRecv;
+        e.operation_count = kForgedCount;
+        e.root = m.broadcast ? 0 : -1;
+        e.run_first = m.blocks[b].run_first;
+        e.run_blocks = m.blocks[b].run_blocks;
+        envelopes.push_back(pipeline::EncodeEnvelope(e));
+      }
+      for (uint32_t b = 0; b < envelopes.size(); ++b) {
+        sent.push_back(transport.Send(1, envelopes[b].data(), pipeline::kEnvelopeBytes, transport::MemoryType::kHost,
+                                      transport::OpTag{b, pipeline::kEnvelopeStream}));
+      }
+      for (const auto& [block, bytes] : m.raw) {
+        sent.push_back(transport.Send(1, data.data() + block * kForgedBlockElements * 2, bytes, transport::MemoryType::kHost,
+                                      transport::OpTag{block, pipeline::kRawStream}));
+      }
+      return WaitAll(sent, absl::Now() + absl::Seconds(20));
+    }
+    std::vector<uint8_t> out(data.size() + 1, 0xA5);
+    Communicator& c = **comm;
+    const Operation operation =
+        m.broadcast ? c.Broadcast(out.data(), out.data(), kForgedCount, DataType::kBFloat16, 0, nullptr)
+                    : c.Recv(out.data(), kForgedCount, DataType::kBFloat16, 0, nullptr);
+    const absl::Status status = operation.Wait(absl::Seconds(20));
+    std::vector<std::string> parts = {"rank 1", m.broadcast ? "broadcast" : "recv from peer 0",
+                                      absl::StrCat(kForgedCount, " elements of bf16")};
+    parts.insert(parts.end(), m.error.begin(), m.error.end());
+    if (absl::Status s = ExpectError(status, m.code, parts, m.name); !s.ok()) return s;
+    for (uint64_t i = m.untouched_from; i < out.size(); ++i) {
+      if (out[i] != 0xA5) return absl::InternalError(absl::StrCat("byte ", i, " was written"));
+    }
+    return absl::OkStatus();
+  }));
+}
+
+constexpr uint64_t kForgedBlockBytes = kForgedBlockElements * 2;
+
+INSTANTIATE_TEST_SUITE_P(
+    , PipelineMalformedRun,
+    ::testing::Values(
+        MalformedRun{"past_the_end",
+                     {{0, 5}, {0, 5}, {0, 5}, {0, 5}},
+                     absl::StatusCode::kDataLoss,
+                     {"block 0 of 4", "a plain run of 5 blocks from block 0",
+                      absl::StrCat("past the message's 4 blocks of ", kForgedCount * 2, " bytes")}},
+        MalformedRun{"carried_block_disagrees",
+                     {{0, 3}, {0, 3}, {2, 1}, {3, 1}},
+                     absl::StatusCode::kDataLoss,
+                     {"block 0's envelope says it carries blocks 0 to 2",
+                      "but block 2's says its bytes travel alone"}},
+        MalformedRun{"no_such_run",
+                     {{0, 1}, {0, 2}, {2, 1}, {3, 1}},
+                     absl::StatusCode::kDataLoss,
+                     {"block 1's envelope says its bytes travel in block 0's run of 2 blocks",
+                      "but block 0's says its bytes travel alone"},
+                     {{0, kForgedBlockBytes}},
+                     kForgedBlockBytes},
+        MalformedRun{"frame_in_a_run",
+                     {{0, 2, pipeline::BlockKind::kFrame}, {0, 2}, {2, 1}, {3, 1}},
+                     absl::StatusCode::kDataLoss,
+                     {"bad block envelope", "frame run of 2 blocks"}},
+        MalformedRun{"run_in_a_collective",
+                     {{0, 2}, {0, 2}, {2, 1}, {3, 1}},
+                     absl::StatusCode::kDataLoss,
+                     {"recv step 0 (peer 0, block 0)", "a collective's blocks go one by one"},
+                     {},
+                     0,
+                     true},
+        // A well-formed run whose bytes come one block short: its one receive fails, and with
+        // it every block it carries.
+        MalformedRun{"run_cut_short",
+                     {{0, 4}, {0, 4}, {0, 4}, {0, 4}},
+                     absl::StatusCode::kInvalidArgument,
+                     {"size mismatch", absl::StrCat(kForgedCount * 2, " bytes were expected")},
+                     {{0, kForgedCount * 2 - kForgedBlockBytes / 2}},
+                     kForgedCount * 2}),
+    [](const auto& info) { return info.param.name; });
 
 TEST(PipelineErrors, BadArgumentsFailAtOnceAndATimeoutFires) {
   ExpectRanksSucceeded(RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {

@@ -1,7 +1,8 @@
 // Send/Recv between two real processes over UCX with host buffers (CPU codec): every dtype and
 // size class bit-exact, unaligned buffers, large messages over shared memory and the staged
-// path, many operations in flight in both directions, mixed modes, and the automatic bypass of
-// data that does not compress.
+// path, many operations in flight in both directions, mixed modes, the automatic bypass of
+// data that does not compress, and plain runs (a message's plain blocks as one transport
+// message: counted, on every host path, within the transport's block limit, beside frames).
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
@@ -179,6 +180,142 @@ TEST(PipelineSendRecv, CpuCodecThreadsOnBothSides) {
     if (!comm.ok()) return comm.status();
     if (absl::Status s = Exchange(**comm, messages, 0, 1, false); !s.ok()) return s;
     if (context.rank == 0 && (*comm)->stats().blocks_compressed == 0) return absl::InternalError("nothing compressed");
+    return absl::OkStatus();
+  }));
+}
+
+// Blocks of a message of `m`'s count under PipelineOptions-like blocks of `block_bytes`.
+uint64_t BlocksOf(const Message& m, uint64_t block_bytes) {
+  const uint64_t per_block = block_bytes / ElementSize(m.dtype);
+  return std::max<uint64_t>((m.count + per_block - 1) / per_block, 1);
+}
+
+// Messages whose blocks all go plainly: compression off, integer types (whatever the mode),
+// 0 bytes, one element, a block's worth and one more, odd sizes and many blocks.
+std::vector<Message> PlainMessages() {
+  const Distribution gaussian{DistKind::kGaussian, 0.02};
+  std::vector<Message> messages;
+  for (uint64_t count : {0ull, 1ull, 131'072ull, 131'073ull, 1'000'003ull, 2'621'440ull}) {
+    messages.push_back({DataType::kBFloat16, count, gaussian, CompressionMode::kOff});
+  }
+  messages.push_back({DataType::kInt32, 900'001, {DistKind::kRandomBytes, 1}, CompressionMode::kOn, 3});
+  messages.push_back({DataType::kUint8, 777'777, {DistKind::kRandomBytes, 1}, CompressionMode::kAuto, 1});
+  messages.push_back({DataType::kFloat32, 65'537, gaussian, CompressionMode::kOff, 2});
+  return messages;
+}
+
+struct HostPath {
+  std::string name;
+  std::string tls;
+  bool staged = false;
+};
+
+void PrintTo(const HostPath& path, std::ostream* out) { *out << path.name; }
+
+class PlainRuns : public ::testing::TestWithParam<HostPath> {};
+
+// The plain blocks of each Send travel as one transport message (a plain run) from the sender's
+// buffer into the receiver's: per message one envelope per block plus one part, where block by
+// block it would take two per block, as it still does staged (no runs there). Bit-exact, in
+// order, all in flight and in one group.
+TEST_P(PlainRuns, EachMessageTakesOnePartBesideItsEnvelopes) {
+  const HostPath path = GetParam();
+  const std::vector<Message> messages = PlainMessages();
+  const transport::TransportOptions options = [&] {
+    transport::TransportOptions o = PipelineOptions(path.tls);
+    o.stage_host_memory = path.staged;
+    return o;
+  }();
+  uint64_t blocks = 0;
+  for (const Message& m : messages) blocks += BlocksOf(m, options.pipeline_block_bytes);
+  const uint64_t want = path.staged ? 2 * blocks : blocks + messages.size();
+  ExpectRanksSucceeded(RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
+    auto comm = CreateCommunicator(context, options);
+    if (!comm.ok()) return comm.status();
+    for (bool group : {false, true}) {
+      const CommunicatorStats before = (*comm)->stats();
+      if (absl::Status s = Exchange(**comm, messages, 0, 1, group); !s.ok()) return s;
+      const CommunicatorStats after = (*comm)->stats();
+      const uint64_t sent = after.transport_messages_sent - before.transport_messages_sent;
+      const uint64_t received = after.transport_messages_received - before.transport_messages_received;
+      const uint64_t plain = after.blocks_bypassed - before.blocks_bypassed;
+      if (context.rank == 0 && (sent != want || plain != blocks || after.blocks_compressed != 0)) {
+        return absl::InternalError(absl::StrCat("group ", group, ": sent ", sent, " transport messages for ", blocks,
+                                                " plain blocks (", plain, " counted) of ", messages.size(),
+                                                " messages, want ", want));
+      }
+      if (context.rank == 1 && received != want) {
+        return absl::InternalError(absl::StrCat("group ", group, ": received ", received, " transport messages, want ", want));
+      }
+    }
+    return absl::OkStatus();
+  }));
+}
+
+INSTANTIATE_TEST_SUITE_P(, PlainRuns,
+                         ::testing::Values(HostPath{"tcp", "tcp"}, HostPath{"shm", "posix,sysv"},
+                                           HostPath{"staged", "posix,sysv", true}),
+                         [](const auto& info) { return info.param.name; });
+
+// A run is one transport message, which the transport cuts into at most kMaxBlocks blocks: with
+// 64-byte transport blocks a run holds at most 65535 * 64 bytes, 15 pipeline blocks of 256 KB,
+// so that 40 blocks go as runs of 15, 15 and 10.
+TEST(PipelineSendRecv, PlainRunsStayWithinTheTransportsBlockLimit) {
+  const std::vector<Message> messages = {
+      {DataType::kUint8, 40 * (256 << 10), {DistKind::kRandomBytes, 1}, CompressionMode::kOff}};
+  ExpectRanksSucceeded(RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
+    transport::TransportOptions options = PipelineOptions("posix,sysv");
+    options.block_bytes = 64;
+    auto comm = CreateCommunicator(context, options);
+    if (!comm.ok()) return comm.status();
+    if (absl::Status s = Exchange(**comm, messages, 0, 1, false); !s.ok()) return s;
+    const uint64_t sent = (*comm)->stats().transport_messages_sent;
+    if (context.rank == 0 && sent != 40 + 3) return absl::InternalError(absl::StrCat("sent ", sent, ", want 43"));
+    return absl::OkStatus();
+  }));
+}
+
+// Plain runs beside frames: auto (which learns and probes), on and off taking turns on one link,
+// message after message, every one bit-exact. Per message the sender's counts show its shape:
+// every block is plain or a frame, a frame takes four transport messages, a plain run one part
+// beside its blocks' envelopes, and the runs lie between the frames (all plain: one run; a
+// block too small to code goes plainly, so it joins the run beside it).
+TEST(PipelineSendRecv, PlainRunsBesideFramesOfAutoAndOn) {
+  const CompressionMode modes[] = {CompressionMode::kAuto, CompressionMode::kOn, CompressionMode::kAuto,
+                                   CompressionMode::kOff};
+  std::vector<Message> messages;
+  for (uint64_t i = 0; i < 24; ++i) {
+    messages.push_back({i % 3 == 2 ? DataType::kFloat32 : DataType::kBFloat16, 600'000 + i * 77'777,
+                        {DistKind::kGaussian, 0.02}, modes[i % 4]});
+  }
+  const transport::TransportOptions options = PipelineOptions();
+  ExpectRanksSucceeded(RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
+    auto comm = CreateCommunicator(context, options);
+    if (!comm.ok()) return comm.status();
+    uint64_t frames_total = 0, runs_total = 0;
+    for (size_t i = 0; i < messages.size(); ++i) {
+      const CommunicatorStats before = (*comm)->stats();
+      if (absl::Status s = Exchange(**comm, {messages[i]}, 0, 1, false); !s.ok()) return absl::Status(s.code(), absl::StrCat("message ", i, ": ", s.message()));
+      if (context.rank != 0) continue;
+      const CommunicatorStats after = (*comm)->stats();
+      const uint64_t blocks = BlocksOf(messages[i], options.pipeline_block_bytes);
+      const uint64_t frames = after.blocks_compressed - before.blocks_compressed;
+      const uint64_t plain = after.blocks_bypassed - before.blocks_bypassed;
+      const int64_t runs = static_cast<int64_t>(after.transport_messages_sent - before.transport_messages_sent) -
+                           static_cast<int64_t>(blocks + 3 * frames);
+      const bool shaped = frames + plain == blocks && runs >= (plain > 0 ? 1 : 0) &&
+                          runs <= static_cast<int64_t>(std::min(plain, frames + 1));
+      if (!shaped || (frames == 0 && runs != 1) || (messages[i].mode == CompressionMode::kOff && frames != 0)) {
+        return absl::InternalError(absl::StrCat("message ", i, " (mode ", static_cast<int>(messages[i].mode), "): ", blocks,
+                                                " blocks went as ", frames, " frames and ", plain, " plain blocks in ",
+                                                runs, " runs"));
+      }
+      frames_total += frames;
+      runs_total += runs;
+    }
+    if (context.rank == 0 && (frames_total == 0 || runs_total == 0)) {
+      return absl::InternalError(absl::StrCat(frames_total, " frames, ", runs_total, " runs"));
+    }
     return absl::OkStatus();
   }));
 }
