@@ -3,7 +3,8 @@
 // anything lands in the caller's buffer. Then, in the link's sequence order, the block's parts
 // are received: plain bytes straight into the caller's buffer where nothing else is to be done
 // with them, otherwise into scratch; frames into a host buffer or a device slot of that peer.
-// Last the frame is decoded and the result combined with local elements where the step says so.
+// Last the frame is decoded and the result combined with local elements where the step says so
+// (a device frame in one kernel that does both).
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -225,7 +226,8 @@ bool OperationTask::Process(TaskContext& context, RecvBlock& block) {
     block.stage = RecvStage::kDone;
     return true;
   }
-  // The decoded block goes where the result goes, unless a reduction still has to combine it.
+  // The decoded block goes where the result goes, unless a reduction still has to combine it
+  // (except a device frame to reduce, which is combined as it is decoded: below).
   uint8_t* decoded = step.reduce_with || !step.into ? block.result : Destination(step, block.index);
   uint8_t* result = step.into ? Destination(step, block.index) : block.result;
   const uint8_t* local = step.reduce_with ? ChunkAddress(*step.reduce_with, uint64_t{block.index} * spec_.block_elements)
@@ -251,9 +253,18 @@ bool OperationTask::Process(TaskContext& context, RecvBlock& block) {
   if (status.ok() && frame) {
     status = CudaStatus(cudaMemcpyAsync(slot->frame, slot->head, block.plan.raw_offset, cudaMemcpyHostToDevice, slot->stream),
                         "copying the frame head to the device");
-    if (status.ok()) status = slot->codec->Decompress(slot->frame, block.frame_bytes, spec_.dtype, decoded, elements, slot->stream);
   }
-  if (status.ok() && local != nullptr) status = ReduceDevice(combiner, decoded, local, result, elements, slot->stream);
+  // A frame to reduce is decoded and combined by one kernel, straight into the result: on a GPU
+  // that several processes time-slice, every kernel waits for a slice, so one fewer per hop
+  // counts for more than the pass over the decoded copy that it also saves.
+  if (status.ok() && frame && local != nullptr) {
+    status = slot->codec->DecompressAndCombine(slot->frame, block.frame_bytes, spec_.dtype, local, result, elements,
+                                               combiner.op, combiner.divisor, slot->stream);
+  } else if (status.ok() && frame) {
+    status = slot->codec->Decompress(slot->frame, block.frame_bytes, spec_.dtype, decoded, elements, slot->stream);
+  } else if (status.ok() && local != nullptr) {
+    status = ReduceDevice(combiner, decoded, local, result, elements, slot->stream);
+  }
   if (status.ok()) status = CudaStatus(cudaEventRecord(slot->codec_done, slot->stream), "recording the decode event");
   FailBlock("recv", block.step, block.index, status);
   block.stage = RecvStage::kProcessing;
