@@ -1,6 +1,7 @@
 // ucclzip-bench codec: compression ratio against the entropy bound, and compress/decompress
 // latency and throughput, on the CPU reference or the GPU; with --vs nvcomp, nvCOMP's batched
-// ANS on the same tensor, timed the same way.
+// ANS on the same tensor, timed the same way; with --combine, a hop of a reduction on the GPU,
+// decoded then reduced (two kernels) against decoded and combined in one.
 #include <cuda_runtime_api.h>
 
 #include <time.h>
@@ -21,6 +22,7 @@
 #include "nvcomp_codec.h"
 #include "tensor_gen.h"
 #include "ucclzip/codec.h"
+#include "ucclzip/reduction.h"
 
 ABSL_FLAG(std::string, device, "cpu", "codec implementation to measure: cpu|gpu");
 ABSL_FLAG(std::optional<ucclzip::bench::ByteSize>, bytes, std::nullopt,
@@ -36,6 +38,9 @@ ABSL_FLAG(bool, thread_clock, false,
           "--device cpu --threads 1: time by the calling thread's CPU time, which other processes on a busy "
           "machine do not inflate, instead of by the wall clock");
 ABSL_FLAG(std::string, vs, "", "also measure another codec on the same tensor (GPU only): nvcomp (nvCOMP batched ANS)");
+ABSL_FLAG(std::string, combine, "",
+          "--device gpu: also time a reduction hop with this operator (sum|prod|min|max|avg) against a local "
+          "tensor (the input rotated by half): Decompress then ReduceOnDevice, against DecompressAndCombine");
 ABSL_FLAG(std::vector<std::string>, nvcomp_chunk, {"64K"},
           "--vs nvcomp: chunk sizes (K/M), one row each, e.g. 64K,1M (64K is nvCOMP's default)");
 
@@ -127,7 +132,54 @@ absl::StatusOr<CodecResult> RunCpu(const std::vector<uint8_t>& tensor, DataType 
     if (cudaError_t e = (expr); e != cudaSuccess) return absl::InternalError(absl::StrCat(#expr, ": ", cudaGetErrorString(e))); \
   } while (0)
 
-absl::StatusOr<CodecResult> RunGpu(const std::vector<uint8_t>& tensor, DataType dtype, const CodecOptions& options) {
+// A reduction hop on the GPU, out of place: the frame decoded (into `decoded`) and then combined
+// with a local tensor by ReduceOnDevice, against DecompressAndCombine; both checked against
+// ReduceOnHost. The local tensor is the input rotated by half: values of the same kind, element
+// by element unrelated.
+struct CombineResult {
+  double decode_reduce_us = 0, fused_us = 0;
+  bool bits_ok = false;
+};
+
+absl::StatusOr<CombineResult> RunGpuCombine(GpuCodec& codec, const void* frame, uint64_t capacity,
+                                            const std::vector<uint8_t>& tensor, DataType dtype, ReduceOp op,
+                                            void* decoded, cudaStream_t stream) {
+  const uint64_t count = tensor.size() / ElementSize(dtype);
+  const uint32_t divisor = op == ReduceOp::kAvg ? 4 : 1;  // avg's last hop, as of 4 ranks
+  std::vector<uint8_t> local(tensor.size()), want(tensor.size()), got(tensor.size());
+  std::rotate_copy(tensor.begin(), tensor.begin() + (count / 2) * ElementSize(dtype), tensor.end(), local.begin());
+  ReduceOnHost(dtype, op, tensor.data(), local.data(), want.data(), count, divisor);
+  void *local_dev = nullptr, *result = nullptr;
+  BENCH_CUDA(cudaMalloc(&local_dev, std::max<size_t>(tensor.size(), 1)));
+  BENCH_CUDA(cudaMalloc(&result, std::max<size_t>(tensor.size(), 1)));
+  BENCH_CUDA(cudaMemcpy(local_dev, local.data(), local.size(), cudaMemcpyHostToDevice));
+  absl::Status status;
+  // The result as the CPU's, then spoilt for the next measurement.
+  auto check = [&] {
+    status.Update(codec.StreamStatus(stream));
+    const bool same = cudaMemcpy(got.data(), result, got.size(), cudaMemcpyDeviceToHost) == cudaSuccess && got == want;
+    return cudaMemset(result, 0xA5, got.size()) == cudaSuccess && same;
+  };
+  CombineResult r;
+  r.decode_reduce_us = TimeGpuUs(
+      [&] {
+        status.Update(codec.Decompress(frame, capacity, dtype, decoded, count, stream));
+        status.Update(ReduceOnDevice(dtype, op, decoded, local_dev, result, count, stream, divisor));
+      },
+      stream);
+  const bool two_kernels_ok = check();
+  r.fused_us = TimeGpuUs(
+      [&] { status.Update(codec.DecompressAndCombine(frame, capacity, dtype, local_dev, result, count, op, divisor, stream)); },
+      stream);
+  r.bits_ok = check() && two_kernels_ok;
+  cudaFree(local_dev);
+  cudaFree(result);
+  if (!status.ok()) return status;
+  return r;
+}
+
+absl::StatusOr<CodecResult> RunGpu(const std::vector<uint8_t>& tensor, DataType dtype, const CodecOptions& options,
+                                   std::optional<ReduceOp> combine, CombineResult* combined) {
   CodecResult r;
   const uint64_t count = tensor.size() / ElementSize(dtype);
   const uint64_t capacity = MaxFrameBytes(dtype, count);
@@ -151,6 +203,11 @@ absl::StatusOr<CodecResult> RunGpu(const std::vector<uint8_t>& tensor, DataType 
   std::vector<uint8_t> back(tensor.size());
   BENCH_CUDA(cudaMemcpy(back.data(), output, tensor.size(), cudaMemcpyDeviceToHost));
   r.roundtrip_ok = status.ok() && back == tensor;
+  if (combine && status.ok()) {
+    absl::StatusOr<CombineResult> hop = RunGpuCombine(**codec, frame, capacity, tensor, dtype, *combine, output, stream);
+    if (hop.ok()) *combined = *hop;
+    status.Update(hop.status());
+  }
   cudaFree(input);
   cudaFree(frame);
   cudaFree(output);
@@ -281,20 +338,40 @@ int CodecMain(const std::vector<std::string>&) {
   const CodecOptions options{.compress = true, .lane_symbols = absl::GetFlag(FLAGS_lane_symbols)};
   auto threads = CpuThreads();
   if (!threads.ok()) return Fail("", threads.status());
-  auto result = device == "gpu" ? RunGpu(*tensor, *dtype, options) : RunCpu(*tensor, *dtype, options, **threads);
+  std::optional<ReduceOp> combine;
+  if (const std::string op = absl::GetFlag(FLAGS_combine); !op.empty()) {
+    if (device != "gpu") return std::fprintf(stderr, "--combine runs on the GPU: add --device gpu\n"), 2;
+    absl::StatusOr<ReduceOp> parsed = ParseReduceOp(op);
+    if (!parsed.ok()) return Fail("--combine: ", parsed.status());
+    combine = *parsed;
+  }
+  CombineResult combined;
+  auto result = device == "gpu" ? RunGpu(*tensor, *dtype, options, combine, &combined)
+                                : RunCpu(*tensor, *dtype, options, **threads);
   if (!result.ok()) return Fail("codec benchmark failed: ", result.status());
-  const std::string cpu_json = device == "cpu" ? absl::StrFormat(", \"cpu_threads\": %d", (*threads)->threads()) : "";
-  std::vector<CodecRow> rows{{"ucclzip", device, cpu_json, *result}};
+  std::string extra_json = device == "cpu" ? absl::StrFormat(", \"cpu_threads\": %d", (*threads)->threads()) : "";
+  if (combine) {
+    absl::StrAppendFormat(&extra_json, ", \"combine\": \"%s\", \"decode_reduce_us\": %.2f, \"fused_us\": %.2f, \"combine_ok\": %s",
+                          ReduceOpName(*combine), combined.decode_reduce_us, combined.fused_us,
+                          combined.bits_ok ? "true" : "false");
+  }
+  std::vector<CodecRow> rows{{"ucclzip", device, extra_json, *result}};
   auto rivals = RunRivals(*tensor, *dtype, *rival_chunks);
   if (!rivals.ok()) return Fail("nvCOMP benchmark failed: ", rivals.status());
   rows.insert(rows.end(), rivals->begin(), rivals->end());
   const EntropyReport entropy = MeasureEntropy(tensor->data(), tensor->size() / ElementSize(*dtype), *dtype);
   PrintRows(rows, *dtype, tensor->size(), entropy);
-  return std::all_of(rows.begin(), rows.end(), [](const CodecRow& row) { return row.result.roundtrip_ok; }) ? 0 : 1;
+  if (combine && !absl::GetFlag(FLAGS_json)) {
+    std::printf("combine %s: decode then reduce %.2f us, fused %.2f us (%.2fx), bits %s\n", ReduceOpName(*combine),
+                combined.decode_reduce_us, combined.fused_us, combined.decode_reduce_us / combined.fused_us,
+                combined.bits_ok ? "as the CPU's" : "DIFFER");
+  }
+  const bool ok = std::all_of(rows.begin(), rows.end(), [](const CodecRow& row) { return row.result.roundtrip_ok; });
+  return ok && (!combine || combined.bits_ok) ? 0 : 1;
 }
 
 const RegisterSubcommand kRegister("codec", "codec ratio vs entropy bound, compress/decompress latency and GB/s",
-                                   SharedFlags({FlagGroup::kMeasure}, {"device", "bytes", "input", "lane_symbols"}),
+                                   SharedFlags({FlagGroup::kMeasure}, {"device", "bytes", "input", "lane_symbols", "combine"}),
                                    CodecMain);
 
 }  // namespace

@@ -155,12 +155,24 @@ class GpuCodec {
                         cudaEvent_t split_done = nullptr);
 
   // Decompresses on `stream`. A malformed frame never causes an out-of-bounds access: the
-  // kernel stops and records an error, which StreamStatus reports.
+  // kernel stops and records an error, which StreamStatus reports; `output` is then undefined.
   absl::Status Decompress(const void* frame, uint64_t frame_capacity, DataType dtype, void* output,
                           uint64_t count, cudaStream_t stream);
 
-  // Waits for `stream`, then returns (and clears) the first error that a Decompress on it met
-  // (or the internal error of a Compress whose output outgrew its proven bound).
+  // Decompresses on `stream` and combines each element with the caller's as it is decoded:
+  // result[i] = decoded[i] op local[i], then divided by `divisor` (1 but on kAvg's last hop,
+  // kAvg combining as a sum), with the arithmetic of ReduceOnHost (ucclzip/reduction.h). The
+  // bits are those of Decompress followed by that reduction, from one kernel that never writes
+  // the decoded elements. For the compressed types (IsCompressibleType), any mode of frame.
+  // `result` may be `local` itself (in place); neither may overlap the frame. Errors as for
+  // Decompress: StreamStatus reports a malformed frame, and `result` is then undefined, partly
+  // combined (so in place, `local` is lost too).
+  absl::Status DecompressAndCombine(const void* frame, uint64_t frame_capacity, DataType dtype, const void* local,
+                                    void* result, uint64_t count, ReduceOp op, uint32_t divisor, cudaStream_t stream);
+
+  // Waits for `stream`, then returns (and clears) the first error that a Decompress or
+  // DecompressAndCombine on it met (or the internal error of a Compress whose output outgrew its
+  // proven bound).
   absl::Status StreamStatus(cudaStream_t stream);
 
  private:

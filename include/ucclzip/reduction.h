@@ -9,8 +9,11 @@
 // avg's division truncates towards zero.
 #pragma once
 
+#include <cuda_runtime_api.h>
+
 #include <cstdint>
 
+#include "absl/status/status.h"
 #include "ucclzip/types.h"
 
 namespace ucclzip {
@@ -19,5 +22,12 @@ namespace ucclzip {
 // the last hop and combines as a sum before it; 1 elsewhere). `out` may be either input.
 void ReduceOnHost(DataType dtype, ReduceOp op, const void* received, const void* local, void* out, uint64_t count,
                   uint32_t divisor = 1);
+
+// The same on `stream`, all three buffers in device memory, with the same bits: what a hop does
+// to a plain (uncompressed) device block. Never synchronises; errors are an invalid type or a
+// failed launch. (A compressed block is decoded and combined in one kernel instead:
+// GpuCodec::DecompressAndCombine in ucclzip/codec.h.)
+absl::Status ReduceOnDevice(DataType dtype, ReduceOp op, const void* received, const void* local, void* out,
+                            uint64_t count, cudaStream_t stream, uint32_t divisor = 1);
 
 }  // namespace ucclzip

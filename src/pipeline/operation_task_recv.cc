@@ -6,7 +6,7 @@
 // device slot of that peer. A plain run's bytes arrive as one receive of its first block, once
 // every block of the run has had its envelope checked; the blocks it carries share that
 // receive. Last the frame is decoded and the result combined with local elements where the
-// step says so.
+// step says so (a device frame in one kernel that does both).
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -301,7 +301,8 @@ bool OperationTask::Process(TaskContext& context, RecvBlock& block) {
     block.stage = RecvStage::kDone;
     return true;
   }
-  // The decoded block goes where the result goes, unless a reduction still has to combine it.
+  // The decoded block goes where the result goes, unless a reduction still has to combine it
+  // (except a device frame to reduce, which is combined as it is decoded: below).
   uint8_t* decoded = step.reduce_with || !step.into ? block.result : Destination(step, block.index);
   uint8_t* result = step.into ? Destination(step, block.index) : block.result;
   const uint8_t* local = step.reduce_with ? ChunkAddress(*step.reduce_with, uint64_t{block.index} * spec_.block_elements)
@@ -327,9 +328,18 @@ bool OperationTask::Process(TaskContext& context, RecvBlock& block) {
   if (status.ok() && frame) {
     status = CudaStatus(cudaMemcpyAsync(slot->frame, slot->head, block.plan.raw_offset, cudaMemcpyHostToDevice, slot->stream),
                         "copying the frame head to the device");
-    if (status.ok()) status = slot->codec->Decompress(slot->frame, block.frame_bytes, spec_.dtype, decoded, elements, slot->stream);
   }
-  if (status.ok() && local != nullptr) status = ReduceDevice(combiner, decoded, local, result, elements, slot->stream);
+  // A frame to reduce is decoded and combined by one kernel, straight into the result: on a GPU
+  // that several processes time-slice, every kernel waits for a slice, so one fewer per hop
+  // counts for more than the pass over the decoded copy that it also saves.
+  if (status.ok() && frame && local != nullptr) {
+    status = slot->codec->DecompressAndCombine(slot->frame, block.frame_bytes, spec_.dtype, local, result, elements,
+                                               combiner.op, combiner.divisor, slot->stream);
+  } else if (status.ok() && frame) {
+    status = slot->codec->Decompress(slot->frame, block.frame_bytes, spec_.dtype, decoded, elements, slot->stream);
+  } else if (status.ok() && local != nullptr) {
+    status = ReduceDevice(combiner, decoded, local, result, elements, slot->stream);
+  }
   if (status.ok()) status = CudaStatus(cudaEventRecord(slot->codec_done, slot->stream), "recording the decode event");
   FailBlock("recv", block.step, block.index, status);
   block.stage = RecvStage::kProcessing;

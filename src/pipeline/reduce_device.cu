@@ -4,8 +4,9 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "codec/reduce_math.h"
 #include "pipeline/reduce.h"
-#include "pipeline/reduce_math.h"
+#include "ucclzip/reduction.h"
 
 namespace ucclzip::pipeline {
 namespace {
@@ -18,7 +19,7 @@ __global__ void ReduceKernel(const uint8_t* a, const uint8_t* b, uint8_t* out, u
                              uint32_t divisor) {
   constexpr size_t kWidth = ElementSize(kType);
   for (uint64_t i = blockIdx.x * uint64_t{blockDim.x} + threadIdx.x; i < count; i += uint64_t{gridDim.x} * blockDim.x) {
-    reduce::ReduceElement(kType, op, divisor, a + i * kWidth, b + i * kWidth, out + i * kWidth);
+    codec::reduce::ReduceElement(kType, op, divisor, a + i * kWidth, b + i * kWidth, out + i * kWidth);
   }
 }
 
@@ -73,3 +74,12 @@ absl::Status PreloadReduceKernel() {
 }
 
 }  // namespace ucclzip::pipeline
+
+namespace ucclzip {
+
+absl::Status ReduceOnDevice(DataType dtype, ReduceOp op, const void* received, const void* local, void* out,
+                            uint64_t count, cudaStream_t stream, uint32_t divisor) {
+  return pipeline::ReduceDevice({dtype, op, divisor}, received, local, out, count, stream);
+}
+
+}  // namespace ucclzip

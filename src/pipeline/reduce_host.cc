@@ -1,5 +1,5 @@
+#include "codec/reduce_math.h"
 #include "pipeline/reduce.h"
-#include "pipeline/reduce_math.h"
 #include "ucclzip/reduction.h"
 
 namespace ucclzip::pipeline {
@@ -14,12 +14,12 @@ template <DataType kType, ReduceOp kOp>
   constexpr size_t kWidth = ElementSize(kType);
   if (divisor == 1) {
     for (uint64_t i = 0; i < count; ++i) {
-      reduce::ReduceElement(kType, kOp, 1, received + i * kWidth, local + i * kWidth, out + i * kWidth);
+      codec::reduce::ReduceElement(kType, kOp, 1, received + i * kWidth, local + i * kWidth, out + i * kWidth);
     }
     return;
   }
   for (uint64_t i = 0; i < count; ++i) {
-    reduce::ReduceElement(kType, kOp, divisor, received + i * kWidth, local + i * kWidth, out + i * kWidth);
+    codec::reduce::ReduceElement(kType, kOp, divisor, received + i * kWidth, local + i * kWidth, out + i * kWidth);
   }
 }
 

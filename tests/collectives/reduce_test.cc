@@ -9,14 +9,15 @@
 #include <random>
 
 #include "absl/strings/str_cat.h"
+#include "codec/reduce_math.h"
 #include "gpu_test.h"
 #include "pipeline/reduce.h"
-#include "pipeline/reduce_math.h"
 #include "tensor_gen.h"
 
 namespace ucclzip::pipeline {
 namespace {
 
+namespace reduce = codec::reduce;
 using testing::DistKind;
 using testing::GenerateTensor;
 

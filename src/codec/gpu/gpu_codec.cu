@@ -35,6 +35,42 @@ absl::Status CudaStatus(cudaError_t err, absl::string_view what) {
   return absl::InternalError(absl::StrCat(what, ": ", cudaGetErrorString(err)));
 }
 
+constexpr DataType kCompressibleTypes[] = {DataType::kBFloat16, DataType::kFloat16, DataType::kFloat32,
+                                           DataType::kFloat8E4M3, DataType::kFloat8E5M2};
+
+// The checks every decode makes of its arguments before anything is launched.
+absl::Status CheckDecodeArguments(absl::string_view context, const void* frame, DataType dtype, const void* output,
+                                  uint64_t count) {
+  if (!IsValidDataType(static_cast<uint8_t>(dtype))) {
+    return absl::InvalidArgumentError(absl::StrCat(context, ": invalid data type ", static_cast<int>(dtype)));
+  }
+  if (frame == nullptr || (count > 0 && output == nullptr)) {
+    return absl::InvalidArgumentError(absl::StrCat(context, ": null ", frame == nullptr ? "frame" : "output", " pointer"));
+  }
+  if (reinterpret_cast<uintptr_t>(frame) % 16 != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(context, ": the frame buffer must be 16-byte aligned"));
+  }
+  return absl::OkStatus();
+}
+
+// A decode of `count` elements of `dtype` into `output`, its errors recorded in `error_word`.
+codec::gpu::DecompressLaunch DecompressLaunchOf(const void* frame, uint64_t frame_capacity, DataType dtype, void* output,
+                                                uint64_t count, uint32_t* error_word, int sm_count,
+                                                cudaStream_t stream) {
+  codec::gpu::DecompressLaunch launch{};
+  launch.frame = static_cast<const uint8_t*>(frame);
+  launch.frame_capacity = frame_capacity;
+  launch.dtype = static_cast<uint8_t>(dtype);
+  launch.element_size = static_cast<uint32_t>(ElementSize(dtype));
+  launch.splittable = IsCompressibleType(dtype);
+  launch.output = static_cast<uint8_t*>(output);
+  launch.count = count;
+  launch.error_word = error_word;
+  launch.sm_count = sm_count;
+  launch.stream = stream;
+  return launch;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<GpuCodec>> GpuCodec::Create(uint64_t max_count) {
@@ -66,6 +102,14 @@ absl::StatusOr<std::unique_ptr<GpuCodec>> GpuCodec::Create(uint64_t max_count) {
   for (cudaError_t err : {codec::gpu::PreloadKernels<codec::Split8>(), codec::gpu::PreloadKernels<codec::Split16>(),
                           codec::gpu::PreloadKernels<codec::Split32>(), codec::gpu::PreloadStoredKernel()}) {
     if (auto s = CudaStatus(err, absl::StrCat(context, ": loading the codec kernels")); !s.ok()) return s;
+  }
+  for (DataType dtype : kCompressibleTypes) {
+    const cudaError_t err = codec::VisitCompressibleType(
+        dtype, [&]<DataType kType>() { return codec::gpu::PreloadCombineKernels<kType>(); },
+        [] { return cudaErrorInvalidValue; });
+    if (auto s = CudaStatus(err, absl::StrCat(context, ": loading the decompress-and-combine kernels")); !s.ok()) {
+      return s;
+    }
   }
   ws->chunk_scan.Init(static_cast<int>(max_chunks), ws->chunk_scan_storage, scan_bytes);
   return std::unique_ptr<GpuCodec>(new GpuCodec(max_count, std::move(ws)));
@@ -119,29 +163,38 @@ absl::Status GpuCodec::Decompress(const void* frame, uint64_t frame_capacity, Da
                                   uint64_t count, cudaStream_t stream) {
   const std::string context = absl::StrCat("GPU decompress ", DataTypeName(dtype), " x", count, " from a frame of ",
                                            frame_capacity, " bytes");
-  if (!IsValidDataType(static_cast<uint8_t>(dtype))) {
-    return absl::InvalidArgumentError(absl::StrCat(context, ": invalid data type ", static_cast<int>(dtype)));
-  }
-  if (frame == nullptr || (count > 0 && output == nullptr)) {
-    return absl::InvalidArgumentError(absl::StrCat(context, ": null ", frame == nullptr ? "frame" : "output", " pointer"));
-  }
-  if (reinterpret_cast<uintptr_t>(frame) % 16 != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(context, ": the frame buffer must be 16-byte aligned"));
-  }
-  codec::gpu::DecompressLaunch launch{};
-  launch.frame = static_cast<const uint8_t*>(frame);
-  launch.frame_capacity = frame_capacity;
-  launch.dtype = static_cast<uint8_t>(dtype);
-  launch.element_size = static_cast<uint32_t>(ElementSize(dtype));
-  launch.splittable = IsCompressibleType(dtype);
-  launch.output = static_cast<uint8_t*>(output);
-  launch.count = count;
-  launch.error_word = &workspace_->device->decode_error;
-  launch.sm_count = workspace_->sm_count;
-  launch.stream = stream;
+  if (absl::Status s = CheckDecodeArguments(context, frame, dtype, output, count); !s.ok()) return s;
+  const codec::gpu::DecompressLaunch launch = DecompressLaunchOf(
+      frame, frame_capacity, dtype, output, count, &workspace_->device->decode_error, workspace_->sm_count, stream);
   cudaError_t err = codec::VisitSplit(
       dtype, [&]<typename Split>() { return codec::gpu::LaunchDecompress<Split>(launch); },
       [&] { return codec::gpu::LaunchDecompress<codec::Split8>(launch); });
+  return CudaStatus(err, context);
+}
+
+absl::Status GpuCodec::DecompressAndCombine(const void* frame, uint64_t frame_capacity, DataType dtype,
+                                            const void* local, void* result, uint64_t count, ReduceOp op,
+                                            uint32_t divisor, cudaStream_t stream) {
+  const std::string context =
+      absl::StrCat("GPU decompress-and-combine (", ReduceOpName(op), ", divisor ", divisor, ") ", DataTypeName(dtype),
+                   " x", count, " from a frame of ", frame_capacity, " bytes");
+  if (absl::Status s = CheckDecodeArguments(context, frame, dtype, result, count); !s.ok()) return s;
+  if (!IsCompressibleType(dtype)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        context, ": only the compressed types (bf16, fp16, fp32, fp8) combine as they decode; decompress the others"));
+  }
+  if (!IsValidReduceOp(static_cast<uint8_t>(op))) {
+    return absl::InvalidArgumentError(absl::StrCat(context, ": operator ", static_cast<int>(op)));
+  }
+  if (divisor == 0) return absl::InvalidArgumentError(absl::StrCat(context, ": a divisor of 0"));
+  if (count > 0 && local == nullptr) return absl::InvalidArgumentError(absl::StrCat(context, ": null local pointer"));
+  const codec::gpu::CombineLaunch launch{
+      DecompressLaunchOf(frame, frame_capacity, dtype, result, count, &workspace_->device->decode_error,
+                         workspace_->sm_count, stream),
+      {static_cast<const uint8_t*>(local), op, divisor}};
+  cudaError_t err = codec::VisitCompressibleType(
+      dtype, [&]<DataType kType>() { return codec::gpu::LaunchDecompressAndCombine<kType>(launch); },
+      [] { return cudaErrorInvalidValue; });
   return CudaStatus(err, context);
 }
 

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "codec/gpu/combine_kernel.cuh"
 #include "codec/gpu/decode_kernel.cuh"
 #include "codec/gpu/encode_kernel.cuh"
 #include "codec/gpu/launch.h"
@@ -35,16 +36,23 @@ cudaError_t LaunchCompress(const CompressLaunch& launch) {
   return IsAligned(launch.input, 16) ? LaunchCompressAs<Split, true>(launch) : LaunchCompressAs<Split, false>(launch);
 }
 
-template <typename Split, bool kAligned>
-cudaError_t LaunchDecompressAs(const DecompressLaunch& launch) {
-  DecodeArgs args{launch.frame, launch.frame_capacity, launch.dtype, launch.element_size, launch.splittable,
-                  launch.output, launch.count, launch.error_word};
-  // Grid: enough warps for the most chunks the shortest lanes could give, capped at a few
-  // resident blocks per multiprocessor (the warps loop over the chunks).
+inline DecodeArgs DecodeArgsOf(const DecompressLaunch& launch) {
+  return {launch.frame,  launch.frame_capacity, launch.dtype,     launch.element_size, launch.splittable,
+          launch.output, launch.count,          launch.error_word};
+}
+
+// Grid of a decode: enough warps for the most chunks the shortest lanes could give, capped at a
+// few resident blocks per multiprocessor (the warps loop over the chunks).
+inline int DecodeBlocks(const DecompressLaunch& launch) {
   const uint64_t max_chunks = DivCeil(launch.count, uint64_t{kLanes} * kMinLaneSymbols);
   const uint64_t wanted = std::max<uint64_t>(DivCeil(max_chunks, kDecodeWarps), 1);
-  const int blocks = static_cast<int>(std::min<uint64_t>(wanted, uint64_t(launch.sm_count) * 8));
-  DecodeKernel<Split, kAligned><<<blocks, kDecodeThreads, kDecodeSharedBytes, launch.stream>>>(args);
+  return static_cast<int>(std::min<uint64_t>(wanted, uint64_t(launch.sm_count) * 8));
+}
+
+template <typename Split, bool kAligned>
+cudaError_t LaunchDecompressAs(const DecompressLaunch& launch) {
+  DecodeKernel<Split, kAligned><<<DecodeBlocks(launch), kDecodeThreads, kDecodeSharedBytes, launch.stream>>>(
+      DecodeArgsOf(launch));
   return cudaGetLastError();
 }
 
@@ -52,6 +60,31 @@ template <typename Split>
 cudaError_t LaunchDecompress(const DecompressLaunch& launch) {
   return IsAligned(launch.output, sizeof(typename Split::Bits)) ? LaunchDecompressAs<Split, true>(launch)
                                                                 : LaunchDecompressAs<Split, false>(launch);
+}
+
+template <DataType kType>
+cudaError_t LaunchDecompressAndCombine(const CombineLaunch& launch) {
+  const DecompressLaunch& decode = launch.decode;
+  constexpr size_t kWidth = ElementSize(kType);
+  const auto kernel = IsAligned(decode.output, kWidth) && IsAligned(launch.combine.local, kWidth)
+                          ? DecodeCombineKernel<kType, true>
+                          : DecodeCombineKernel<kType, false>;
+  kernel<<<DecodeBlocks(decode), kDecodeThreads, kDecodeSharedBytes, decode.stream>>>(DecodeArgsOf(decode),
+                                                                                      launch.combine);
+  return cudaGetLastError();
+}
+
+template <DataType kType>
+cudaError_t PreloadCombineKernels() {
+  for (cudaError_t err : {cudaFuncSetAttribute(DecodeCombineKernel<kType, true>,
+                                               cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               static_cast<int>(kDecodeSharedBytes)),
+                          cudaFuncSetAttribute(DecodeCombineKernel<kType, false>,
+                                               cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               static_cast<int>(kDecodeSharedBytes))}) {
+    if (err != cudaSuccess) return err;
+  }
+  return cudaSuccess;
 }
 
 template <typename Split>
@@ -74,5 +107,9 @@ cudaError_t PreloadKernels() {
   template cudaError_t LaunchCompress<Split>(const CompressLaunch& launch);     \
   template cudaError_t LaunchDecompress<Split>(const DecompressLaunch& launch); \
   template cudaError_t PreloadKernels<Split>();
+
+#define UCCLZIP_INSTANTIATE_COMBINE_LAUNCHERS(kType)                                    \
+  template cudaError_t LaunchDecompressAndCombine<kType>(const CombineLaunch& launch); \
+  template cudaError_t PreloadCombineKernels<kType>();
 
 }  // namespace ucclzip::codec::gpu

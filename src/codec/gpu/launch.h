@@ -9,6 +9,7 @@
 #include "codec/dtype_split.h"
 #include "codec/frame_format.h"
 #include "codec/gpu/device_workspace.h"
+#include "ucclzip/types.h"
 
 namespace ucclzip::codec::gpu {
 
@@ -39,6 +40,19 @@ struct DecompressLaunch {
   cudaStream_t stream;
 };
 
+// What decompress-and-combine adds to a decode (also the kernel's argument): the decode's
+// output receives decoded op local, then / divisor.
+struct CombineArgs {
+  const uint8_t* local;
+  ReduceOp op;
+  uint32_t divisor;
+};
+
+struct CombineLaunch {
+  DecompressLaunch decode;
+  CombineArgs combine;
+};
+
 // Split modes: the split kernel, then the encode kernel.
 template <typename Split>
 cudaError_t LaunchCompress(const CompressLaunch& launch);
@@ -46,6 +60,11 @@ cudaError_t LaunchCompress(const CompressLaunch& launch);
 // Any frame whose type uses this split; stored-only types use Split8 with splittable = false.
 template <typename Split>
 cudaError_t LaunchDecompress(const DecompressLaunch& launch);
+
+// Any frame of the compressible type kType, each element combined with the caller's as it is
+// decoded (instantiate_combine*.cu).
+template <DataType kType>
+cudaError_t LaunchDecompressAndCombine(const CombineLaunch& launch);
 
 // A stored frame: header and a copy of the elements.
 cudaError_t LaunchStoredCompress(const CompressLaunch& launch);
@@ -56,6 +75,8 @@ cudaError_t LaunchStoredCompress(const CompressLaunch& launch);
 // pipeline's stream waits do), that would never return.
 template <typename Split>
 cudaError_t PreloadKernels();
+template <DataType kType>
+cudaError_t PreloadCombineKernels();
 cudaError_t PreloadStoredKernel();
 
 }  // namespace ucclzip::codec::gpu

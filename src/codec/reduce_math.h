@@ -1,5 +1,7 @@
-// The element arithmetic of reductions, shared by the CPU loop (reduce_host.cc) and the CUDA
-// kernel (reduce_device.cu) so that host and device buffers give the same bits.
+// The element arithmetic of reductions, shared by the pipeline's CPU loop (reduce_host.cc) and
+// CUDA kernel (reduce_device.cu) and by the GPU decoder that combines as it decodes
+// (GpuCodec::DecompressAndCombine), so that every path gives the same bits. It lives in the
+// codec, the lowest layer that uses it, because the codec may not depend on the pipeline.
 //
 // Rules (docs/COLLECTIVES.md): bf16, fp16 and fp8 are widened to fp32 exactly, combined in
 // fp32 and rounded once, to nearest even (fp8 e4m3 saturates at +-448, as it has no infinity;
@@ -16,7 +18,7 @@
 #include "codec/host_device.h"
 #include "ucclzip/types.h"
 
-namespace ucclzip::pipeline::reduce {
+namespace ucclzip::codec::reduce {
 
 // The bits of one type read as another of the same size.
 template <typename To, typename From>
@@ -187,4 +189,4 @@ UZ_HD void ReduceElement(DataType dtype, ReduceOp op, uint32_t divisor, const ui
   }
 }
 
-}  // namespace ucclzip::pipeline::reduce
+}  // namespace ucclzip::codec::reduce
