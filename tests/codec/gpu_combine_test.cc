@@ -166,7 +166,11 @@ TEST_F(GpuCombineTest, EveryFrameModeOfEveryType) {
     EXPECT_EQ(CheckCombinations(dtype, GenerateTensor(dtype, count, {DistKind::kConstant, -2.5}, 10), local),
               FrameMode::kSplitConstant);
     EXPECT_EQ(CheckCombinations(dtype, gaussian, local), FrameMode::kSplitRans);
-    EXPECT_EQ(CheckCombinations(dtype, gaussian, local, {.lane_symbols = 32}), FrameMode::kSplitRans);
+    // Short lanes cost a chunk state per 32 symbols: fp8 e4m3 at sigma 1 then stores instead
+    // (ratio 0.990 on the CPU reference, which writes the same frames; H200 run s7-3), so the
+    // short-lane frames code a narrower Gaussian (e4m3: 1.302).
+    const auto narrow = GenerateTensor(dtype, count, {DistKind::kGaussian, 0.02}, 7);
+    EXPECT_EQ(CheckCombinations(dtype, narrow, local, {.lane_symbols = 32}), FrameMode::kSplitRans);
     EXPECT_EQ(CheckCombinations(dtype, random, local), FrameMode::kSplitStored);
   }
 }
