@@ -89,9 +89,10 @@ struct CommunicatorOptions {
   // UCX transports (UCX_TLS syntax: "tcp", "posix,sysv", "rc,cuda_copy", ...); empty keeps
   // UCX's choice, which honours UCX_TLS.
   std::string ucx_transports;
-  // How long a waiting caller busy-polls its operation before it sleeps. Polling saves the
-  // ~10 us of a sleeping thread's wake-up on small messages, but only pays where cores are
-  // free: unset means 50 us on machines of 8 or more cores, no polling below that.
+  // How long a waiting caller busy-polls its operation before it sleeps, and the pipeline
+  // thread its next event. Polling saves the ~10 us of a sleeping thread's wake-up on small
+  // messages, but only pays where cores are free: unset means 50 us on machines of 8 or more
+  // cores, no polling below that.
   std::optional<absl::Duration> wait_spin;
 
   // Whether an operation on a stream holds that stream (NCCL's semantics): later work queued

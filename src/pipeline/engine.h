@@ -9,6 +9,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <list>
 #include <optional>
 #include <memory>
@@ -61,6 +62,8 @@ class Engine {
   // Completes the task's request and releases its stream, once.
   void Report(OperationTask& task);
   void Wake();
+  // Busy-polls for a wake-up for up to wait_spin (pipeline thread, before it sleeps).
+  void SpinForWake() const;
 
   TransportLanes& lanes_;
   const CommunicatorOptions options_;
@@ -73,6 +76,8 @@ class Engine {
   std::vector<uint32_t> next_recv_sequence_ ABSL_GUARDED_BY(mutex_);
   std::vector<absl::Status> recv_out_of_step_ ABSL_GUARDED_BY(mutex_);
   bool wake_ ABSL_GUARDED_BY(mutex_) = false;
+  // wake_, readable without the mutex, for the spin before sleep; wake_ alone decides.
+  std::atomic<bool> woken_{false};
   bool stopping_ ABSL_GUARDED_BY(mutex_) = false;
   CommunicatorStats published_stats_ ABSL_GUARDED_BY(mutex_);
   // Device resources, created on the first device (or streamed) call, on its device.

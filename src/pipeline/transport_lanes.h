@@ -37,6 +37,7 @@ class TransportLanes {
   int rank() const { return lanes_[0]->rank(); }
   int size() const { return lanes_[0]->size(); }
   const transport::TransportOptions& options() const { return lanes_[0]->options(); }
+  absl::Duration wait_spin() const { return lanes_[0]->wait_spin(); }
   // The same on every lane (checked at creation).
   bool device_memory_direct() const { return lanes_[0]->device_memory_direct(); }
   bool Stages(transport::MemoryType type) const { return lanes_[0]->Stages(type); }

@@ -122,8 +122,7 @@ Transport::Transport(int rank, int size, const TransportOptions& options, std::u
     : rank_(rank),
       size_(size),
       options_(options),
-      wait_spin_(options.wait_spin.value_or(std::thread::hardware_concurrency() >= 8 ? absl::Microseconds(50)
-                                                                                      : absl::ZeroDuration())),
+      spin_(SpinPolicyFor(std::thread::hardware_concurrency(), options.wait_spin)),
       context_(std::move(context)),
       communicator_id_(communicator_id),
       peers_(size) {
@@ -212,7 +211,7 @@ absl::Status Transport::PrepareDeviceStaging(int device) {
 
 std::shared_ptr<Request> Transport::Post(OpKind kind, int peer, uint8_t* data, size_t bytes, MemoryType type,
                                          OpTag tag, CompletionCallback on_complete) {
-  auto request = std::make_shared<Request>(std::move(on_complete), wait_spin_);
+  auto request = std::make_shared<Request>(std::move(on_complete), spin_.wait_spin);
   auto op = std::make_unique<Op>();
   op->kind = kind;
   op->rank = rank_;

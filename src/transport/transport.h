@@ -37,6 +37,7 @@
 #include "transport/memory_type.h"
 #include "transport/message_tag.h"
 #include "transport/request.h"
+#include "transport/spin_policy.h"
 #include "transport/transport_op.h"
 #include "transport/transport_options.h"
 #include "transport/ucx_context.h"
@@ -64,6 +65,8 @@ class Transport {
     return type == MemoryType::kDevice ? !device_memory_direct() : options_.stage_host_memory;
   }
   const TransportOptions& options() const { return options_; }
+  // options().wait_spin as resolved for this machine: how long waiters busy-poll.
+  absl::Duration wait_spin() const { return spin_.wait_spin; }
 
   // Posts a message of exactly `bytes` bytes; the receiver must post the same size and tag.
   // `type` must match what the pointer is; the buffer must stay valid until the request
@@ -167,7 +170,7 @@ class Transport {
   const int rank_;
   const int size_;
   const TransportOptions options_;  // block_bytes resolved (Create)
-  const absl::Duration wait_spin_;  // options_.wait_spin, resolved for this machine
+  const SpinPolicy spin_;  // options_.wait_spin and the progress thread's spin, resolved for this machine
   std::unique_ptr<UcxContext> context_;
   const uint8_t communicator_id_;
   std::vector<Peer> peers_;

@@ -15,7 +15,8 @@ namespace ucclzip::transport {
 namespace {
 
 // How long the thread spins after its last piece of work before it sleeps on the worker's
-// event fd: short waits stay cheap (latency), long ones leave the cores to others.
+// event fd: short waits stay cheap (latency), long ones leave the cores to others. On machines
+// with few cores it yields its core between polls (SpinPolicy::progress_yields).
 constexpr absl::Duration kSpinBeforeSleep = absl::Microseconds(200);
 // How often the bootstrap connections are checked for hang-ups while operations are pending.
 constexpr absl::Duration kWatchInterval = absl::Milliseconds(10);
@@ -78,6 +79,8 @@ void Transport::ProgressLoop() {
       last_work_ = now;
     } else if (now - last_work_ > kSpinBeforeSleep) {
       WaitForEvents();
+    } else if (spin_.progress_yields) {
+      std::this_thread::yield();
     }
   }
   DrainForShutdown();
