@@ -19,10 +19,6 @@ namespace {
 // longest sleep otherwise (deadlines are checked at least this often).
 constexpr absl::Duration kGpuPoll = absl::Microseconds(20);
 constexpr absl::Duration kIdleSleep = absl::Milliseconds(5);
-// Before it sleeps the thread busy-polls for wake-ups as long as a caller's Wait does
-// (CommunicatorOptions::wait_spin, none on machines of fewer than 8 cores): a small message
-// crosses it several times (post, envelope, parts, completion), and a sleeping thread's wake-up
-// costs about 10 us each time.
 constexpr uint64_t kMaxBlocksPerMessage = 1u << 16;
 
 // "send to peer 1 (1000 elements of bf16" or "allreduce (1000 elements of bf16, sum"; the caller
@@ -252,6 +248,10 @@ void Engine::Wake() {
   woken_.store(true, std::memory_order_release);
 }
 
+// Before it sleeps the pipeline thread busy-polls for wake-ups as long as a caller's Wait does
+// (CommunicatorOptions::wait_spin, none on machines of fewer than 8 cores): a small message
+// crosses it several times (post, envelope, parts, completion), and a sleeping thread's wake-up
+// costs about 10 us each time.
 void Engine::SpinForWake() const {
   const absl::Duration spin = lanes_.wait_spin();
   if (spin <= absl::ZeroDuration()) return;
