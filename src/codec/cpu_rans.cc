@@ -1,4 +1,4 @@
-// The portable chunk coder, one lane at a time, and the choice between it and the AVX2 coder.
+// The portable chunk coder, one lane at a time, and the choice among it and the SIMD coders.
 #include "codec/cpu_rans.h"
 
 namespace ucclzip::codec {
@@ -55,7 +55,9 @@ const ChunkCoder& PortableChunkCoder() {
 }
 
 const ChunkCoder& ChosenChunkCoder() {
-  static const ChunkCoder& chosen = Avx2ChunkCoder() != nullptr ? *Avx2ChunkCoder() : PortableChunkCoder();
+  static const ChunkCoder& chosen = Avx512ChunkCoder() != nullptr ? *Avx512ChunkCoder()
+                                    : Avx2ChunkCoder() != nullptr ? *Avx2ChunkCoder()
+                                                                  : PortableChunkCoder();
   return chosen;
 }
 

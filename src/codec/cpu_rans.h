@@ -2,12 +2,14 @@
 // Symbols come from, and go to, a contiguous buffer: element e of the chunk is lane e mod 32 at
 // step e / 32, so a step is 32 neighbouring bytes.
 //
-// Two implementations write and read the same bytes: a portable one, one lane at a time, and an
-// AVX2 one, eight lanes per instruction (cpu_rans_avx2.cc), chosen at run time where the CPU
-// has AVX2. Both share the per-lane steps below for what is left over: a chunk's partial last
-// step, and the steps whose word reads need a bound check.
+// Three implementations write and read the same bytes: a portable one, one lane at a time; an
+// AVX2 one, eight lanes per instruction (cpu_rans_avx2.cc); and an AVX-512 one, sixteen
+// (cpu_rans_avx512.cc); the widest the CPU has is chosen at run time. All share the per-lane
+// steps below for what is left over: a chunk's partial last step, and the steps whose word reads
+// need a bound check.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -31,14 +33,22 @@ struct EncoderTable {
   std::array<EncoderSymbol, kAlphabetSize> symbols{};
   std::array<uint32_t, kAlphabetSize> reciprocal{};
   std::array<uint32_t, kAlphabetSize> packed{};  // bias | freq << kFreqShift | shift << kShiftShift
+  // Where every present symbol lies in [window_first, window_first + kWindowSymbols) (bf16 and
+  // fp32 exponents mostly do), the AVX-512 coder looks the constants up from registers rather
+  // than gathering them from memory, which costs more than all the rest of a step.
+  static constexpr uint32_t kWindowSymbols = 64;
+  bool in_window = false;
+  uint32_t window_first = 0;
 };
 
 // From a frequency table that passed CheckTable; absent symbols get no constants.
 inline EncoderTable MakeEncoderTable(const uint16_t* freqs) {
   EncoderTable table;
-  uint32_t start = 0;
+  uint32_t start = 0, lowest = kAlphabetSize, highest = 0;
   for (uint32_t s = 0; s < kAlphabetSize; ++s) {
     if (freqs[s] != 0) {
+      lowest = std::min(lowest, s);
+      highest = s;
       const EncoderSymbol sym = MakeEncoderSymbol(start, freqs[s]);
       table.symbols[s] = sym;
       table.reciprocal[s] = sym.reciprocal;
@@ -47,6 +57,8 @@ inline EncoderTable MakeEncoderTable(const uint16_t* freqs) {
     }
     start += freqs[s];
   }
+  table.in_window = highest - lowest < EncoderTable::kWindowSymbols;
+  table.window_first = std::min(lowest, kAlphabetSize - EncoderTable::kWindowSymbols);
   return table;
 }
 
@@ -74,10 +86,11 @@ struct ChunkCoder {
                      DecodeError& b_result);
 };
 
-// The portable coder; the AVX2 coder where this CPU has AVX2 (else null); and the one the codec
-// uses, the fastest of them.
+// The portable coder; the AVX2 and AVX-512 coders where this CPU has those (else null); and the
+// one the codec uses, the fastest of them.
 const ChunkCoder& PortableChunkCoder();
 const ChunkCoder* Avx2ChunkCoder();
+const ChunkCoder* Avx512ChunkCoder();
 const ChunkCoder& ChosenChunkCoder();
 
 // --- Per-lane steps, shared by both coders ----------------------------------------------------

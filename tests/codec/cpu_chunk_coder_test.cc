@@ -1,6 +1,7 @@
-// The CPU's two chunk coders: the AVX2 one writes the portable one's words and states bit for
-// bit and reads them back, alone and two chunks at a time, and both reject damaged chunks
-// alike. (Whole frames use the chosen coder: cpu_codec_test.cc.)
+// The CPU's chunk coders: the SIMD ones (AVX2, AVX-512, where the CPU has them) write the
+// portable one's words and states bit for bit and read them back, alone and two chunks at a
+// time, and all reject damaged chunks alike. (Whole frames use the chosen coder:
+// cpu_codec_test.cc.)
 #include <gtest/gtest.h>
 
 #include <array>
@@ -18,7 +19,21 @@ namespace {
 struct Source {
   const char* name;
   std::array<uint16_t, kAlphabetSize> freqs{};
+  // Its present symbols fit EncoderTable's window, where the AVX-512 encoder takes its constants
+  // from registers rather than gathering them.
+  bool fits_window = false;
 };
+
+// Frequencies spread over the symbols [first, first + n), summing to kProbScale.
+Source Spread(const char* name, uint32_t first, uint32_t n, uint32_t seed) {
+  Source source{name};
+  source.fits_window = n <= EncoderTable::kWindowSymbols;
+  std::mt19937 rng(seed);
+  uint32_t sum = 0;
+  for (uint32_t s = first; s < first + n; ++s) sum += source.freqs[s] = static_cast<uint16_t>(1 + rng() % 100);
+  source.freqs[first + n / 2] = static_cast<uint16_t>(source.freqs[first + n / 2] + kProbScale - sum);
+  return source;
+}
 
 std::vector<Source> Sources() {
   std::vector<Source> sources;
@@ -26,7 +41,8 @@ std::vector<Source> Sources() {
   const uint16_t peak[] = {2, 9, 40, 160, 480, 1000, 1200, 800, 300, 80, 20, 5};
   uint32_t sum = 0;
   for (uint32_t i = 0; i < std::size(peak); ++i) sum += peaked.freqs[112 + i] = peak[i];
-  peaked.freqs[0] = static_cast<uint16_t>(kProbScale - sum);
+  peaked.freqs[0] = static_cast<uint16_t>(kProbScale - sum);  // the peak sums to 4096: no symbol 0
+  peaked.fits_window = true;
   sources.push_back(peaked);
   Source flat{"every symbol alike"};
   flat.freqs.fill(kProbScale / kAlphabetSize);
@@ -45,6 +61,10 @@ std::vector<Source> Sources() {
   }
   random.freqs[255] = static_cast<uint16_t>(random.freqs[255] + left);
   sources.push_back(random);
+  // More that fit the window: at the top of the alphabet, and its widest span.
+  sources.push_back(Spread("26 symbols (bf16 exponents)", 100, 26, 1));
+  sources.push_back(Spread("the top 40 symbols", 216, 40, 2));
+  sources.push_back(Spread("a full window", 70, EncoderTable::kWindowSymbols, 3));
   return sources;
 }
 
@@ -79,26 +99,33 @@ DecodeError Decode(const ChunkCoder& coder, const uint32_t* slots, const std::ve
 class ChunkCoders : public ::testing::Test {
  protected:
   void SetUp() override {
-    avx2_ = Avx2ChunkCoder();
-    if (avx2_ == nullptr) GTEST_SKIP() << "this CPU has no AVX2";
+    for (const ChunkCoder* coder : {Avx2ChunkCoder(), Avx512ChunkCoder()}) {
+      if (coder != nullptr) simd_.push_back(coder);
+    }
+    if (simd_.empty()) GTEST_SKIP() << "this CPU has neither AVX2 nor AVX-512";
+    all_ = simd_;
+    all_.push_back(&portable_);
   }
   const ChunkCoder& portable_ = PortableChunkCoder();
-  const ChunkCoder* avx2_ = nullptr;
+  std::vector<const ChunkCoder*> simd_, all_;
 };
 
-constexpr uint32_t kSizes[] = {1, 31, 32, 33, 255, 2047, 2048, 32 * 1024, 32 * 4096};
+// Below one step, partial last steps of every length class, whole steps, and every lane length
+// of the format (32 * 2^5 .. 32 * 2^12).
+constexpr uint32_t kSizes[] = {1, 15, 16, 17, 31, 32, 33, 47, 48, 63, 255, 1024, 2047, 2048, 32 * 1024, 32 * 4096 - 1, 32 * 4096};
 
-TEST_F(ChunkCoders, Avx2WritesThePortableBytesAndBothReadThem) {
+TEST_F(ChunkCoders, SimdCodersWriteThePortableBytesAndAllReadThem) {
   for (const Source& source : Sources()) {
     const EncoderTable table = MakeEncoderTable(source.freqs.data());
+    EXPECT_EQ(table.in_window, source.fits_window) << source.name;
     std::vector<uint32_t> slots(kProbScale);
     BuildDecodeTable(source.freqs.data(), slots.data());
     for (uint32_t n : kSizes) {
       SCOPED_TRACE(::testing::Message() << source.name << ", " << n << " symbols");
       const std::vector<uint8_t> symbols = DrawSymbols(source, n, n);
       const std::vector<uint8_t> chunk = EncodeChunk(portable_, table, symbols);
-      ASSERT_EQ(EncodeChunk(*avx2_, table, symbols), chunk);
-      for (const ChunkCoder* coder : {&portable_, avx2_}) {
+      for (const ChunkCoder* coder : simd_) ASSERT_EQ(EncodeChunk(*coder, table, symbols), chunk);
+      for (const ChunkCoder* coder : all_) {
         std::vector<uint8_t> decoded;
         ASSERT_EQ(Decode(*coder, slots.data(), chunk, n, decoded), DecodeError::kOk);
         EXPECT_EQ(decoded, symbols);
@@ -119,7 +146,7 @@ TEST_F(ChunkCoders, TwoAtATimeDecodeAsOneAtATime) {
       std::vector<uint8_t> chunk_a = EncodeChunk(portable_, table, a), chunk_b = EncodeChunk(portable_, table, b);
       for (bool damage_b : {false, true}) {
         if (damage_b) chunk_b[kChunkStateBytes + chunk_b.size() / 3] ^= 0x40;
-        for (const ChunkCoder* coder : {&portable_, avx2_}) {
+        for (const ChunkCoder* coder : all_) {
           std::vector<uint8_t> out_a(n), out_b(m), alone;
           DecodeError result_a, result_b;
           coder->decode_two(slots.data(), ChunkToDecode{chunk_a.data(), chunk_a.size(), n, out_a.data()},
@@ -147,9 +174,11 @@ TEST_F(ChunkCoders, DamageIsRejectedAlike) {
     std::vector<uint8_t> bad = chunk;
     bad[rng() % bad.size()] ^= static_cast<uint8_t>(1 + rng() % 255);
     if (trial % 10 == 0) bad.resize(bad.size() - 4 * (1 + rng() % 8));  // truncated
-    std::vector<uint8_t> portable_out, avx2_out;
+    std::vector<uint8_t> portable_out, simd_out;
     const DecodeError expected = Decode(portable_, slots.data(), bad, n, portable_out);
-    ASSERT_EQ(Decode(*avx2_, slots.data(), bad, n, avx2_out), expected) << "trial " << trial;
+    for (const ChunkCoder* coder : simd_) {
+      ASSERT_EQ(Decode(*coder, slots.data(), bad, n, simd_out), expected) << "trial " << trial;
+    }
     rejected += expected != DecodeError::kOk;
   }
   EXPECT_GT(rejected, 290);
