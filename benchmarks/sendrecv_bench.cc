@@ -9,7 +9,11 @@
 //   shift  (default, as nccl-tests' sendrecv): every rank sends to rank+1 and receives from
 //          rank-1 at the same time; time is one exchange (the slowest rank's median).
 //   oneway (as ucx_perftest tag_bw): rank 0 sends to rank 1, which answers with a 1-byte
-//          message; time is one message plus that acknowledgement.
+//          message; time is one message plus that acknowledgement. With --window N rank 0
+//          sends N messages in one group (rank 1 receives them in one group, into N buffers)
+//          before the acknowledgement, and time is the whole over N: messages back to back, as
+//          ucx_perftest streams them, each one's latency (envelope, hand-offs, the
+//          acknowledgement) overlapping with the messages before it.
 // Then the 8-byte round trip between ranks 0 and 1 (ucx_perftest tag_lat reports half of it).
 // Public API only: the ranks exchange their results through an allgather.
 #include <algorithm>
@@ -30,6 +34,7 @@
 ABSL_FLAG(ucclzip::bench::ByteSize, min_bytes, ucclzip::bench::ByteSize{8}, "smallest message (K/M/G); alias of -b/--minbytes");
 ABSL_FLAG(ucclzip::bench::ByteSize, max_bytes, ucclzip::bench::ByteSize{64 << 20}, "largest message (K/M/G); alias of -e/--maxbytes");
 ABSL_FLAG(std::string, pattern, "shift", "shift (every rank to rank+1) | oneway (rank 0 to rank 1)");
+ABSL_FLAG(int, window, 1, "oneway: messages sent back to back (one group) per acknowledgement");
 ABSL_FLAG(int, latency_iters, 2000, "round trips for the 8-byte latency (0 skips it)");
 ABSL_FLAG(ucclzip::bench::ByteSize, block_bytes, ucclzip::bench::ByteSize{0},
           "transport block size (K/M/G); 0 keeps the communicator's default");
@@ -39,27 +44,31 @@ namespace {
 
 constexpr absl::Duration kWait = absl::Seconds(120);
 
-// One message of the pattern (oneway: with its acknowledgement) in `mode`.
-absl::Status Exchange(Communicator& comm, bool oneway, const void* out, void* in, uint64_t count, DataType dtype,
-                      CompressionMode mode) {
+// One message of the pattern in `mode` (oneway: one per buffer of `ins`, then the acknowledgement).
+absl::Status Exchange(Communicator& comm, bool oneway, const void* out, const std::vector<void*>& ins, uint64_t count,
+                      DataType dtype, CompressionMode mode) {
   const SendOptions send_options{.compression = mode};
   const int rank = comm.rank(), size = comm.size();
   if (!oneway) {
     // One group, as nccl-tests does: on device memory each call holds the stream until it is
     // done, so a Recv and then a Send outside a group would wait for each other around the ring.
     comm.GroupStart();
-    comm.Recv(in, count, dtype, (rank + size - 1) % size, nullptr);
+    comm.Recv(ins[0], count, dtype, (rank + size - 1) % size, nullptr);
     comm.Send(out, count, dtype, (rank + 1) % size, nullptr, send_options);
     return comm.GroupEnd().Wait(kWait);
   }
   uint8_t ack = 1;
   if (rank == 0) {
     Operation back = comm.Recv(&ack, 1, DataType::kUint8, 1, nullptr);
-    absl::Status status = comm.Send(out, count, dtype, 1, nullptr, send_options).Wait(kWait);
+    comm.GroupStart();
+    for (size_t k = 0; k < ins.size(); ++k) comm.Send(out, count, dtype, 1, nullptr, send_options);
+    absl::Status status = comm.GroupEnd().Wait(kWait);
     status.Update(back.Wait(kWait));
     return status;
   }
-  absl::Status status = comm.Recv(in, count, dtype, 0, nullptr).Wait(kWait);
+  comm.GroupStart();
+  for (void* in : ins) comm.Recv(in, count, dtype, 0, nullptr);
+  absl::Status status = comm.GroupEnd().Wait(kWait);
   if (status.ok()) status = comm.Send(&ack, 1, DataType::kUint8, 0, nullptr).Wait(kWait);
   return status;
 }
@@ -96,8 +105,19 @@ absl::StatusOr<std::vector<ModeResult>> MeasureSize(Communicator& comm, bool one
   absl::StatusOr<std::unique_ptr<TensorBuffer>> out =
       TensorBuffer::Create(testing::GenerateTensor(dtype, count, dist, 1 + rank), device);
   if (!out.ok()) return out.status();
-  absl::StatusOr<std::unique_ptr<TensorBuffer>> in = TensorBuffer::Create(std::vector<uint8_t>(want.size()), device);
-  if (!in.ok()) return in.status();
+  // oneway: a receive buffer per message of the window; the last iteration, the check, sends
+  // one message, into the first.
+  const int window = oneway ? absl::GetFlag(FLAGS_window) : 1;
+  std::vector<std::unique_ptr<TensorBuffer>> in_buffers;
+  std::vector<void*> ins;
+  for (int k = 0; k < (receives ? window : 1); ++k) {
+    absl::StatusOr<std::unique_ptr<TensorBuffer>> in = TensorBuffer::Create(std::vector<uint8_t>(want.size()), device);
+    if (!in.ok()) return in.status();
+    ins.push_back((*in)->data());
+    in_buffers.push_back(std::move(*in));
+  }
+  ins.resize(window, ins[0]);  // the sender's count of messages: it writes none of them
+  TensorBuffer& checked = *in_buffers[0];
   const int warmup = WarmupIterations(), iterations = std::max(Iterations(), 1);
   std::vector<std::vector<double>> times(modes.size());
   std::vector<RankTotals> totals(modes.size());
@@ -106,15 +126,14 @@ absl::StatusOr<std::vector<ModeResult>> MeasureSize(Communicator& comm, bool one
     const bool check = i == warmup + iterations;
     for (size_t turn = 0; turn < modes.size(); ++turn) {
       const size_t m = (turn + i) % modes.size();
-      if (check && receives) (*in)->Clear();
+      if (check && receives) checked.Clear();
       const CommunicatorStats before = comm.stats();
       const absl::Time start = absl::Now();
-      if (absl::Status s = Exchange(comm, oneway, (*out)->data(), (*in)->data(), count, dtype, modes[m]); !s.ok()) {
-        return s;
-      }
-      const double elapsed_us = absl::ToDoubleMicroseconds(absl::Now() - start);
+      const std::vector<void*> targets = check ? std::vector<void*>{ins[0]} : ins;
+      if (absl::Status s = Exchange(comm, oneway, (*out)->data(), targets, count, dtype, modes[m]); !s.ok()) return s;
+      const double elapsed_us = absl::ToDoubleMicroseconds(absl::Now() - start) / targets.size();
       if (check) {
-        if (receives) totals[m].wrong = static_cast<double>((*in)->CountWrong(want));
+        if (receives) totals[m].wrong = static_cast<double>(checked.CountWrong(want));
         continue;
       }
       if (i < warmup) continue;
@@ -135,7 +154,7 @@ absl::StatusOr<std::vector<ModeResult>> MeasureSize(Communicator& comm, bool one
   absl::StatusOr<std::vector<double>> all = GatherDoubles(comm, mine);
   if (!all.ok()) return all.status();
   std::vector<ModeResult> results(modes.size());
-  const double messages = static_cast<double>(iterations) * (oneway ? 1 : size);
+  const double messages = static_cast<double>(iterations) * (oneway ? window : size);
   for (size_t m = 0; m < modes.size(); ++m) {
     ModeResult& result = results[m];
     double payload = 0, wire = 0, codec_seconds = 0, frames = 0;
@@ -147,7 +166,7 @@ absl::StatusOr<std::vector<ModeResult>> MeasureSize(Communicator& comm, bool one
       wire += t.wire;
       codec_seconds += t.codec_seconds;
       frames += t.frames;
-      if (oneway && r < 2) (r == 0 ? result.encode_us : result.decode_us) = t.codec_seconds * 1e6 / iterations;
+      if (oneway && r < 2) (r == 0 ? result.encode_us : result.decode_us) = t.codec_seconds * 1e6 / messages;
     }
     if (wire > 0) result.ratio = payload / wire;
     result.saved = payload > wire ? static_cast<uint64_t>((payload - wire) / messages) : 0;
@@ -198,13 +217,13 @@ void PrintRow(bool json, bool oneway, const Communicator& comm, uint64_t bytes, 
     std::printf("{\"bench\":\"sendrecv\",\"size\":%llu,\"count\":%llu,\"type\":\"%s\",\"compress\":\"%s\","
                 "\"time_us\":%.2f,\"algbw_GBps\":%.4f,\"busbw_GBps\":%.4f,\"ratio\":%.4f,\"wire_saved\":%llu,%s,"
                 "\"vs_first\":%.4f,\"first\":\"%s\",\"wrong\":%llu,\"ranks\":%d,\"memory\":\"%s\",\"tls\":\"%s\","
-                "\"pattern\":\"%s\",\"dist\":\"%s\",\"pipeline_block\":%zu,\"block\":%zu,\"path\":\"%s\"}\n",
+                "\"pattern\":\"%s\",\"window\":%d,\"dist\":\"%s\",\"pipeline_block\":%zu,\"block\":%zu,\"path\":\"%s\"}\n",
                 static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(count), DataTypeName(dtype),
                 CompressionName(modes[m]), r.time_us, algbw, algbw, r.ratio, static_cast<unsigned long long>(r.saved),
                 codec.c_str(), vs_first, CompressionName(modes[0]), wrong, comm.size(),
                 absl::GetFlag(FLAGS_memory).c_str(),
                 options.ucx_transports.empty() ? "default" : options.ucx_transports.c_str(),
-                oneway ? "oneway" : "shift", absl::GetFlag(FLAGS_dist).c_str(), options.pipeline_block_bytes,
+                oneway ? "oneway" : "shift", absl::GetFlag(FLAGS_window), absl::GetFlag(FLAGS_dist).c_str(), options.pipeline_block_bytes,
                 *comm.options().block_bytes, PathName(comm, absl::GetFlag(FLAGS_memory) == "device"));
     return;
   }
@@ -226,6 +245,10 @@ absl::Status RunRank() {
   const std::string pattern = absl::GetFlag(FLAGS_pattern);
   if (pattern != "shift" && pattern != "oneway") return absl::InvalidArgumentError("--pattern must be shift or oneway");
   const bool oneway = pattern == "oneway";
+  if (const int window = absl::GetFlag(FLAGS_window); window < 1 || (!oneway && window != 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--window ", window, ": must be at least 1, and above 1 only with --pattern oneway"));
+  }
   absl::StatusOr<DataType> dtype = ParseDataType(DataTypeFlag());
   if (!dtype.ok()) return dtype.status();
   const std::string compress = CompressFlag("off");
@@ -243,10 +266,10 @@ absl::Status RunRank() {
   const bool json = absl::GetFlag(FLAGS_json), report = comm.rank() == 0;
   const std::string tls = comm.options().ucx_transports.empty() ? "default" : comm.options().ucx_transports;
   if (report && !json) {
-    std::printf("# ucclzip-bench sendrecv: %d ranks, %s memory%s, UCX_TLS=%s, pattern %s, compress %s (taking turns), "
-                "%s, %zu-byte pipeline blocks, %zu-byte transport blocks\n",
+    std::printf("# ucclzip-bench sendrecv: %d ranks, %s memory%s, UCX_TLS=%s, pattern %s (window %d), compress %s "
+                "(taking turns), %s, %zu-byte pipeline blocks, %zu-byte transport blocks\n",
                 comm.size(), memory.c_str(), device ? (comm.device_memory_direct() ? " (direct)" : " (staged)") : "",
-                tls.c_str(), pattern.c_str(), compress.c_str(), dist->Name().c_str(), comm.options().pipeline_block_bytes,
+                tls.c_str(), pattern.c_str(), absl::GetFlag(FLAGS_window), compress.c_str(), dist->Name().c_str(), comm.options().pipeline_block_bytes,
                 *comm.options().block_bytes);
     const std::string codec =
         oneway ? absl::StrFormat("%10s %10s", "encode(us)", "decode(us)") : absl::StrFormat("%10s", "codec(us)");
@@ -282,7 +305,7 @@ int SendRecvMain(const std::vector<std::string>&) {
 const RegisterSubcommand kRegister(
     "sendrecv", "Send/Recv bandwidth (nccl-tests' columns) and 8 B latency; --compress compares modes",
     SharedFlags({FlagGroup::kMeasure, FlagGroup::kCommunicator, FlagGroup::kSweep},
-                {"min_bytes", "max_bytes", "pattern", "latency_iters", "block_bytes"}),
+                {"min_bytes", "max_bytes", "pattern", "window", "latency_iters", "block_bytes"}),
     SendRecvMain);
 
 }  // namespace

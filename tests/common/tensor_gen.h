@@ -23,7 +23,8 @@ struct Distribution {
 // "special" or "constant:VALUE".
 absl::StatusOr<Distribution> ParseDistribution(const std::string& text);
 
-// `count` elements of `dtype`, little-endian, deterministic for a given seed.
+// `count` elements of `dtype`, little-endian, deterministic for a given seed (on any number of
+// cores: tensors are made in chunks, each from its own generator).
 std::vector<uint8_t> GenerateTensor(DataType dtype, uint64_t count, const Distribution& dist, uint64_t seed);
 
 // Rounds a float to the nearest bf16/fp16/fp8 bit pattern (round-to-nearest-even; fp8 e4m3
