@@ -9,7 +9,7 @@ namespace {
 
 constexpr uint32_t kMagic = 0x45505a55;  // "UZPE" little-endian
 // 3: the plain run fields (bytes 72..79).
-constexpr uint8_t kVersion = 3;
+constexpr uint8_t kVersion = 4;
 
 void Put(uint8_t* at, uint64_t value, int bytes) {
   for (int i = 0; i < bytes; ++i) at[i] = static_cast<uint8_t>(value >> (8 * i));

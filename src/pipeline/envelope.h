@@ -4,7 +4,7 @@
 //
 //   offset size field
 //        0    4 magic "UZPE"
-//        4    1 version (3)
+//        4    1 version (4)
 //        5    1 kind: 0 plain bytes, 1 frame
 //        6    1 dtype (DataType)
 //        7    1 operation kind (schedule.h's OperationKind)
@@ -30,9 +30,10 @@
 // A plain block carries its own bytes (run_first = block index, run_blocks = 1), or it is one of
 // a plain run (docs/PIPELINE.md, "Plain runs"): consecutive plain blocks of a point-to-point
 // message whose bytes travel as ONE transport message, on the raw stream of the run's first
-// block. Every block of the run still sends its own envelope on its own sequence, naming the
-// run, so that the receiver checks each block as before and the link's sequences stay one per
-// block. Frames are never part of a run.
+// block. Only the first block of a run sends an envelope (version 4; up to version 3 every block
+// did): it names the blocks the run carries, which send nothing on their own sequences, and
+// the receiver posts a point-to-point message's envelope receives one after the other, each
+// for the block after the last one it knows. Frames are never part of a run.
 #pragma once
 
 #include <array>

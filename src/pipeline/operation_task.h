@@ -140,7 +140,7 @@ class OperationTask {
     std::optional<bool> compress;
     // The plain run (plain_run.h) this block belongs to: its first block, whose raw part carries
     // the run's bytes, and how many blocks it has. A block not in a run is its own run of one.
-    // A carried block (run_first != index) sends only its envelope and completes with the first.
+    // A carried block (run_first != index) sends nothing of its own and completes with the first.
     uint32_t run_first = 0;
     uint32_t run_blocks = 1;
     std::array<uint8_t, kEnvelopeBytes> envelope{};
@@ -232,10 +232,9 @@ class OperationTask {
   // Starts the policy's meter of `meter`'s kind for the block's `payload` bytes at `start`.
   void StartMeter(TaskContext& context, SendBlock& block, SendBlock::Meter meter, uint64_t payload, absl::Time start);
   void RetireSend(TaskContext& context, SendBlock& block);
-  // Posts a part of `block` (which keeps the request) on the sequence of `sequence_of`, by
-  // default the block itself (a plain run's first block posts the envelopes of those it carries).
+  // Posts a part of `block` on its sequence; the block keeps the request.
   void PostSend(TaskContext& context, SendBlock& block, const void* data, uint64_t bytes, transport::MemoryType memory,
-                PartStream stream, const SendBlock* sequence_of = nullptr);
+                PartStream stream);
   RecvBlock* SourceBlock(const SendBlock& block);
   // The envelope of a send block of this kind (frames: with its plan's layout).
   Envelope BlockEnvelope(const SendBlock& block, BlockKind kind) const;
@@ -243,11 +242,12 @@ class OperationTask {
   // --- receiving (operation_task_recv.cc)
   bool AdvanceRecvs(TaskContext& context);
   bool AdvanceRecv(TaskContext& context, RecvBlock& block);
-  bool OnEnvelope(RecvBlock& block);
+  void PostEnvelope(TaskContext& context, RecvBlock& block);
+  bool OnEnvelope(TaskContext& context, RecvBlock& block);
+  // After a point-to-point block's envelope: the blocks its run carries take the run's envelope
+  // for their own, and the envelope of the block after them is posted.
+  void ExpectNextBlocks(TaskContext& context, const RecvBlock& block);
   bool PostParts(TaskContext& context, RecvBlock& block);
-  // A plain run's first block: OK once every block it carries has had its envelope checked and
-  // names the same run; nullopt while one has not arrived.
-  std::optional<absl::Status> CheckRun(const RecvBlock& first) const;
   // A carried block's turn: it shares its run's receive.
   bool PostCarried(RecvBlock& block);
   bool OnHead(TaskContext& context, RecvBlock& block);

@@ -1,12 +1,13 @@
-// Receive blocks: every envelope receive is posted at once; each envelope is checked against
-// what this rank's own schedule expects (operation, counts, type, operator, root, and the plain
-// run it names) before anything lands in the caller's buffer. Then, in the link's sequence
-// order, the block's parts are received: plain bytes straight into the caller's buffer where
-// nothing else is to be done with them, otherwise into scratch; frames into a host buffer or a
-// device slot of that peer. A plain run's bytes arrive as one receive of its first block, once
-// every block of the run has had its envelope checked; the blocks it carries share that
-// receive. Last the frame is decoded and the result combined with local elements where the
-// step says so (a device frame in one kernel that does both).
+// Receive blocks: a collective's envelope receives are all posted at once; a point-to-point
+// message's one after the other, since the blocks that a plain run carries have none (the run's
+// first envelope names them: envelope.h). Each envelope is checked against what this rank's own
+// schedule expects (operation, counts, type, operator, root, and the plain run it names) before
+// anything lands in the caller's buffer. Then, in the link's sequence order, the block's parts
+// are received: plain bytes straight into the caller's buffer where nothing else is to be done
+// with them, otherwise into scratch; frames into a host buffer or a device slot of that peer. A
+// plain run's bytes arrive as one receive of its first block, which the blocks it carries share.
+// Last the frame is decoded and the result combined with local elements where the step says so
+// (a device frame in one kernel that does both).
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -52,15 +53,21 @@ void OperationTask::PostRecv(TaskContext& context, RecvBlock& block, void* data,
   if (keep != nullptr) *keep = block.requests.back();
 }
 
+void OperationTask::PostEnvelope(TaskContext& context, RecvBlock& block) {
+  PostRecv(context, block, block.envelope.data(), kEnvelopeBytes, MemoryType::kHost, kEnvelopeStream,
+           &block.envelope_request);
+}
+
 bool OperationTask::AdvanceRecvs(TaskContext& context) {
   if (!envelopes_posted_ && !recv_blocks_.empty()) {
     if (!status_.ok()) {
       for (RecvBlock& block : recv_blocks_) block.stage = RecvStage::kDone, block.retired = true;
     } else {
-      // Envelopes are tiny and host-side: posting all at once lets every block's sender go ahead.
+      // Envelopes are tiny and host-side: posting them early lets every block's sender go ahead
+      // (one that arrives before its receive waits in UCX's unexpected queue, not at the sender).
+      const bool one_by_one = spec_.schedule.kind == OperationKind::kSendRecv;
       for (RecvBlock& block : recv_blocks_) {
-        PostRecv(context, block, block.envelope.data(), kEnvelopeBytes, MemoryType::kHost, kEnvelopeStream,
-                 &block.envelope_request);
+        if (!one_by_one || block.index == 0) PostEnvelope(context, block);
       }
     }
     envelopes_posted_ = true;
@@ -75,7 +82,7 @@ bool OperationTask::AdvanceRecv(TaskContext& context, RecvBlock& block) {
   if (block.retired) return false;
   if (!status_.ok() && block.stage != RecvStage::kProcessing) return RetireRecv(context, block);
   switch (block.stage) {
-    case RecvStage::kEnvelope: return OnEnvelope(block);
+    case RecvStage::kEnvelope: return OnEnvelope(context, block);
     case RecvStage::kParts: return PostParts(context, block);
     case RecvStage::kHead: return OnHead(context, block);
     case RecvStage::kReceiving: return Process(context, block);
@@ -85,8 +92,9 @@ bool OperationTask::AdvanceRecv(TaskContext& context, RecvBlock& block) {
   return false;
 }
 
-bool OperationTask::OnEnvelope(RecvBlock& block) {
-  if (!block.envelope_request->Test()) return false;
+bool OperationTask::OnEnvelope(TaskContext& context, RecvBlock& block) {
+  // A point-to-point block's envelope is posted once the one before it has arrived.
+  if (block.envelope_request == nullptr || !block.envelope_request->Test()) return false;
   if (absl::Status s = block.envelope_request->Wait(absl::InfinitePast()); !s.ok()) {
     FailBlock("recv", block.step, block.index, s);
     return true;
@@ -155,7 +163,22 @@ bool OperationTask::OnEnvelope(RecvBlock& block) {
     block.plan = *plan;
   }
   block.stage = RecvStage::kParts;
+  if (!collective) ExpectNextBlocks(context, block);
   return true;
+}
+
+void OperationTask::ExpectNextBlocks(TaskContext& context, const RecvBlock& block) {
+  const RecvStep& step = spec_.schedule.recvs[block.step];
+  // The blocks a run carries come with no envelope: theirs is the run's, for their own place.
+  const uint32_t end = LeadsRun(block.header) ? block.index + block.header.run_blocks : block.index + 1;
+  for (uint32_t b = block.index + 1; b < end; ++b) {
+    RecvBlock& carried = recv_blocks_[recv_step_first_[block.step] + b];
+    carried.header = block.header;
+    carried.header.block_index = b;
+    carried.header.block_elements = BlockElements(step.count, b);
+    carried.stage = RecvStage::kParts;
+  }
+  if (end < BlockCount(step.count, spec_.block_elements)) PostEnvelope(context, recv_blocks_[recv_step_first_[block.step] + end]);
 }
 
 bool OperationTask::PostParts(TaskContext& context, RecvBlock& block) {
@@ -172,12 +195,6 @@ bool OperationTask::PostParts(TaskContext& context, RecvBlock& block) {
   const bool frame = block.header.kind == BlockKind::kFrame;
   if (LeadsRun(block.header)) {
     // OnEnvelope let only point-to-point blocks, which land directly, lead a run.
-    std::optional<absl::Status> run = CheckRun(block);
-    if (!run) return false;
-    if (!run->ok()) {
-      FailBlock("recv", block.step, block.index, *run);
-      return true;
-    }
     block.result = Destination(step, block.index);
     PostRecv(context, block, block.result,
              RunElements(step.count, block.index, block.header.run_blocks) * ElementSize(spec_.dtype), spec_.memory,
@@ -230,24 +247,11 @@ bool OperationTask::PostParts(TaskContext& context, RecvBlock& block) {
   return true;
 }
 
-std::optional<absl::Status> OperationTask::CheckRun(const RecvBlock& first) const {
-  const uint32_t end = first.index + first.header.run_blocks;
-  for (uint32_t b = first.index + 1; b < end; ++b) {
-    const RecvBlock& carried = RecvBlockOf(first.step, b);
-    if (carried.stage == RecvStage::kEnvelope) return std::nullopt;
-    if (carried.header.run_first != first.index || carried.header.run_blocks != first.header.run_blocks) {
-      return absl::DataLossError(absl::StrCat("block ", first.index, "'s envelope says it carries blocks ", first.index,
-                                              " to ", end - 1, ", but block ", b, "'s says its bytes travel ",
-                                              RunOf(carried.header)));
-    }
-  }
-  return absl::OkStatus();
-}
-
 bool OperationTask::PostCarried(RecvBlock& block) {
   const RecvStep& step = spec_.schedule.recvs[block.step];
   // The run's first block came earlier on the link, so it has posted the run's receive, unless
-  // it leads no such run (CheckRun saw only the blocks it claims).
+  // it leads no such run: a block that follows a run, or a block alone, may name one that does
+  // not exist.
   const RecvBlock& first = RecvBlockOf(block.step, block.header.run_first);
   if (!LeadsRun(first.header) || first.header.run_blocks != block.header.run_blocks || first.run_request == nullptr) {
     FailBlock("recv", block.step, block.index,
