@@ -8,7 +8,7 @@ namespace ucclzip::pipeline {
 namespace {
 
 constexpr uint32_t kMagic = 0x45505a55;  // "UZPE" little-endian
-// 3: the plain run fields (bytes 72..79).
+// 3: the plain run fields (bytes 72..79). 4: a run's first block alone sends an envelope.
 constexpr uint8_t kVersion = 4;
 
 void Put(uint8_t* at, uint64_t value, int bytes) {

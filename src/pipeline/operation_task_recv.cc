@@ -178,7 +178,9 @@ void OperationTask::ExpectNextBlocks(TaskContext& context, const RecvBlock& bloc
     carried.header.block_elements = BlockElements(step.count, b);
     carried.stage = RecvStage::kParts;
   }
-  if (end < BlockCount(step.count, spec_.block_elements)) PostEnvelope(context, recv_blocks_[recv_step_first_[block.step] + end]);
+  if (end < BlockCount(step.count, spec_.block_elements)) {
+    PostEnvelope(context, recv_blocks_[recv_step_first_[block.step] + end]);
+  }
 }
 
 bool OperationTask::PostParts(TaskContext& context, RecvBlock& block) {
