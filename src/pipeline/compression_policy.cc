@@ -100,45 +100,52 @@ std::optional<double> CompressionPolicy::compressed_rate(int peer, transport::Me
   return paths_[peer][Index(memory)].compressed.rate();
 }
 
-absl::Duration CompressionPolicy::ServiceTime(int peer, absl::Time started, absl::Time now) {
-  if (static_cast<size_t>(peer) >= link_free_.size()) link_free_.resize(peer + 1, absl::InfinitePast());
-  const absl::Time from = std::max(started, link_free_[peer]);
-  link_free_[peer] = std::max(link_free_[peer], now);
-  return std::max(now - from, absl::ZeroDuration());
+LinkShare& CompressionPolicy::Link(int peer) {
+  if (static_cast<size_t>(peer) >= links_.size()) links_.resize(peer + 1);
+  return links_[peer];
 }
 
-void CompressionPolicy::PlainSendStarted(int peer, transport::MemoryType memory, uint64_t bytes) {
-  if (bytes < min_compress_bytes_ || bytes == 0) return;
+uint64_t CompressionPolicy::PlainSendStarted(int peer, transport::MemoryType memory, uint64_t bytes, absl::Time now) {
+  if (bytes < min_compress_bytes_ || bytes == 0) return 0;
   Path(peer, memory).plain.Begin();
   if (memory == transport::MemoryType::kHost) {
     SampleHostCodec();
     host_decode_pending_ = absl::ZeroDuration();  // the decodes so far went with plain blocks
   }
+  return Link(peer).Join(LinkKind(memory, false), bytes, now, now);
 }
 
-void CompressionPolicy::PlainSendDone(int peer, transport::MemoryType memory, uint64_t bytes, bool ok,
-                                      absl::Time started, absl::Time now) {
-  if (bytes < min_compress_bytes_ || bytes == 0) return;
-  Path(peer, memory).plain.End(ServiceTime(peer, started, now), ok ? bytes : 0);
+void CompressionPolicy::PlainSendDone(int peer, transport::MemoryType memory, uint64_t bytes, uint64_t ticket, bool ok,
+                                      absl::Time now) {
+  if (ticket == 0) return;
+  const absl::Duration charged = Link(peer).Finish(ticket, now, ok);
+  UCCLZIP_LOG(kDebug) << "auto: plain block of " << bytes << " B to peer " << peer << " from "
+                      << transport::MemoryTypeName(memory) << " memory charged " << absl::FormatDuration(charged);
+  Path(peer, memory).plain.End(charged, ok ? bytes : 0);
 }
 
-void CompressionPolicy::CompressedSendStarted(int peer, transport::MemoryType memory, uint64_t bytes) {
-  if (bytes < min_compress_bytes_ || bytes == 0) return;
+uint64_t CompressionPolicy::CompressedSendStarted(int peer, transport::MemoryType memory, uint64_t bytes,
+                                                  uint64_t frame_bytes, absl::Time started, absl::Time now) {
+  if (bytes < min_compress_bytes_ || bytes == 0) return 0;
   Path(peer, memory).compressed.Begin();
   if (memory == transport::MemoryType::kHost) {
-    // What was sent before this block has been coded (host encodes are done before the next
-    // block starts); the decodes since the last send go with this frame.
-    SampleHostCodec();
+    // This frame's encode (for a frame of this rank's) has been reported, and the decodes since
+    // the last send go with it: the sample then covers whole frames.
     host_codec_time_ += host_decode_pending_;
     host_decode_pending_ = absl::ZeroDuration();
     host_frame_bytes_ += bytes;
+    SampleHostCodec();
   }
+  return Link(peer).Join(LinkKind(memory, true), frame_bytes, started, now);
 }
 
-void CompressionPolicy::CompressedSendDone(int peer, transport::MemoryType memory, uint64_t bytes, bool ok,
-                                           absl::Time started, absl::Time now) {
-  if (bytes < min_compress_bytes_ || bytes == 0) return;
-  Path(peer, memory).compressed.End(ServiceTime(peer, started, now), ok ? bytes : 0);
+void CompressionPolicy::CompressedSendDone(int peer, transport::MemoryType memory, uint64_t bytes, uint64_t ticket,
+                                           bool ok, absl::Time now) {
+  if (ticket == 0) return;
+  const absl::Duration charged = Link(peer).Finish(ticket, now, ok);
+  UCCLZIP_LOG(kDebug) << "auto: frame of " << bytes << " B to peer " << peer << " from "
+                      << transport::MemoryTypeName(memory) << " memory charged " << absl::FormatDuration(charged);
+  Path(peer, memory).compressed.End(charged, ok ? bytes : 0);
 }
 
 void CompressionPolicy::Record(int peer, uint64_t tensor, uint64_t payload_bytes, uint64_t frame_bytes) {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "pipeline/link_share.h"
 #include "pipeline/rate_meter.h"
 #include "transport/memory_type.h"
 #include "ucclzip/communicator.h"
@@ -51,23 +52,26 @@ class CompressionPolicy {
   // What a compressed block came to.
   void Record(int peer, uint64_t tensor, uint64_t payload_bytes, uint64_t frame_bytes);
 
-  // What the pipeline observed, per block of `bytes` of payload to `peer`: a plain block from
-  // its post (`started`) to its send's completion (`now`), a compressed one from the start of
-  // its encode. Each measures the whole pipeline such a block passes (for a frame: the encode,
-  // the link with fewer bytes, and, through the receiver's late receives, its decode). A block
-  // is charged only from the moment the link to `peer` had finished the blocks before it
-  // (the link takes blocks in order): a probe of one choice inside a pipeline of the other
-  // would otherwise be charged for the queue ahead of it, and so keep auto at the choice it
-  // probes against (the likeliest cause of H200 run s4-4's staged tcp, 256 MB: auto 0.72x of
-  // on). Each rate leaves out its first block (RateMeter). Every
-  // Started has its Done; a failed block is done with ok = false. Blocks below
-  // min_compress_bytes are not counted: their time is mostly latency, and kAuto never
+  // What the pipeline observed, per block of `bytes` of payload to `peer`: each block is
+  // charged its share of the link to `peer` (LinkShare, link_share.h) from the moment it joins
+  // the link (`now` of its Started: a plain block's post, a frame's once it is encoded and sent)
+  // to its send's completion, and a frame also the idle time its encode caused the link, from
+  // `started`. Each measures the whole pipeline such a block passes (for a frame: the encode,
+  // the link with fewer bytes, and, through the receiver's late receives, its decode). Shared
+  // by wire bytes, a probe of one choice inside a pipeline of the other is charged its own bytes'
+  // time whether the link took the blocks in turn or moved them together: charged the time since
+  // the link's previous completion, a probe queued behind blocks of the other choice looked 16
+  // times slower (H200 run s4-4: auto 0.72x of on), and a plain probe that finished together with
+  // the frame ahead of it got 36 us for 4 MB (CPU machine, shaped 1 Gbit/s ring). Each rate
+  // leaves out its first sample (RateMeter). Started returns the block's ticket, which its Done
+  // takes back; every Started has its Done, a failed block's with ok = false. Blocks below
+  // min_compress_bytes are not counted (ticket 0): their time is mostly latency, and kAuto never
   // compresses them.
-  void PlainSendStarted(int peer, transport::MemoryType memory, uint64_t bytes);
-  void PlainSendDone(int peer, transport::MemoryType memory, uint64_t bytes, bool ok, absl::Time started,
-                     absl::Time now);
-  void CompressedSendStarted(int peer, transport::MemoryType memory, uint64_t bytes);
-  void CompressedSendDone(int peer, transport::MemoryType memory, uint64_t bytes, bool ok, absl::Time started,
+  uint64_t PlainSendStarted(int peer, transport::MemoryType memory, uint64_t bytes, absl::Time now);
+  void PlainSendDone(int peer, transport::MemoryType memory, uint64_t bytes, uint64_t ticket, bool ok, absl::Time now);
+  uint64_t CompressedSendStarted(int peer, transport::MemoryType memory, uint64_t bytes, uint64_t frame_bytes,
+                                 absl::Time started, absl::Time now);
+  void CompressedSendDone(int peer, transport::MemoryType memory, uint64_t bytes, uint64_t ticket, bool ok,
                           absl::Time now);
 
   // The CPU codec's work for host buffers, on the pipeline thread (and the codec's threads): a
@@ -80,14 +84,15 @@ class CompressionPolicy {
   // the bound is the compressed bytes this rank sends on host memory (its own frames and the
   // frames it forwards) per second of its CPU codec work, encodes and decodes together. (On
   // the device path a slow decode keeps the receiver's slots, which holds back the sends'
-  // completions, so the measured delivery already sees it.)
+  // completions, so the measured delivery already sees it.) A frame's encode is reported before
+  // its CompressedSendStarted, which closes the frame's share of the codec work.
   void HostEncoded(uint64_t bytes, absl::Duration took);
   void HostDecoded(absl::Duration took);
 
   // A device frame of `bytes` of payload, from its encode's start (`started`) to the moment the
-  // pipeline saw the encode done (`now`). A frame's send is charged only from the moment the
-  // link was free (ServiceTime), so a frame that encoded while earlier blocks were on the link
-  // looks as fast as its wire: on a link faster than the codec (GPU-direct, H200 run s7-2:
+  // pipeline saw the encode done (`now`). A frame's send is charged only its share of the link
+  // and the idle time its encode caused it (LinkShare), so a frame that encoded while earlier
+  // blocks were on the link looks as fast as its wire: on a link faster than the codec (GPU-direct, H200 run s7-2:
   // frames seemed to deliver 504-676 GB/s, the compressed pipeline delivered 22) auto would
   // compress a lone probe's successors. So the device codec has its own rate, bytes over the
   // time any encode ran (overlapping encodes on several slots' streams counted once), which
@@ -112,11 +117,13 @@ class CompressionPolicy {
     uint32_t probe_interval = kFirstCompressedProbe;  // last_choice starts at plain
   };
   PathState& Path(int peer, transport::MemoryType memory);
-  // The part of a block's time, from `started` to `now`, after the link to `peer` had finished
-  // the blocks before it; and the link is then free of this one.
-  absl::Duration ServiceTime(int peer, absl::Time started, absl::Time now);
-  // Per peer, when the link last finished a block (of either choice, from either memory).
-  std::vector<absl::Time> link_free_;
+  // Per peer, the link's time shared among the blocks on it (of either choice, from either
+  // memory: each pair of them a kind of its own).
+  LinkShare& Link(int peer);
+  static int LinkKind(transport::MemoryType memory, bool compressed) {
+    return static_cast<int>(2 * Index(memory)) + (compressed ? 1 : 0);
+  }
+  std::vector<LinkShare> links_;
 
   static uint64_t Key(int peer, uint64_t tensor) { return tensor * 0x9E3779B97F4A7C15ull ^ static_cast<uint64_t>(peer); }
   const size_t min_compress_bytes_;

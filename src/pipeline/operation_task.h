@@ -150,10 +150,10 @@ class OperationTask {
     bool slot_borrowed = false;  // the slot of the receive block this one re-encodes
     bool encoded = false;  // a device frame's encode has finished
     bool raw_posted = false;
-    // Which of the policy's meters times this block, from `meter_start` (its post, or its
-    // encode's start) to its send's completion.
+    // Which of the policy's meters times this block, from its post (a frame: once encoded and
+    // sent, its encode's start given) to its send's completion, and its ticket there.
     enum class Meter : uint8_t { kNone, kPlain, kCompressed } meter = Meter::kNone;
-    absl::Time meter_start;
+    uint64_t meter_ticket = 0;
     uint64_t window_bytes = 0;  // taken from the send window while the block is in flight
     absl::Time codec_start;
     std::vector<std::shared_ptr<transport::Request>> requests;
@@ -229,8 +229,10 @@ class OperationTask {
   bool AdvanceEncoding(TaskContext& context, SendBlock& block);
   void SendRest(TaskContext& context, SendBlock& block, const uint8_t* head, const uint8_t* frame, uint64_t frame_bytes,
                 transport::MemoryType frame_memory);
-  // Starts the policy's meter of `meter`'s kind for the block's `payload` bytes at `start`.
-  void StartMeter(TaskContext& context, SendBlock& block, SendBlock::Meter meter, uint64_t payload, absl::Time start);
+  // Starts the policy's meter of `meter`'s kind for the block's `payload` bytes, sent as
+  // `wire_bytes`, whose pipeline started at `start`.
+  void StartMeter(TaskContext& context, SendBlock& block, SendBlock::Meter meter, uint64_t payload, uint64_t wire_bytes,
+                  absl::Time start);
   void RetireSend(TaskContext& context, SendBlock& block);
   // Posts a part of `block` on its sequence; the block keeps the request.
   void PostSend(TaskContext& context, SendBlock& block, const void* data, uint64_t bytes, transport::MemoryType memory,

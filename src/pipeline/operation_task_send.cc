@@ -194,7 +194,6 @@ bool OperationTask::TakeWindow(TaskContext& context, SendBlock& block) {
   block.window_bytes = bytes;
   block.envelope = EncodeEnvelope(BlockEnvelope(block, BlockKind::kFrame));
   PostSend(context, block, block.envelope.data(), kEnvelopeBytes, MemoryType::kHost, kEnvelopeStream);
-  StartMeter(context, block, SendBlock::Meter::kCompressed, bytes, block.codec_start);
   return true;
 }
 
@@ -205,7 +204,7 @@ void OperationTask::StartForward(TaskContext& context, SendBlock& block) {
   const MemoryType memory = spec_.memory;
   if (source.header.kind == BlockKind::kPlain) {
     const uint64_t bytes = source.header.block_elements * ElementSize(spec_.dtype);
-    StartMeter(context, block, SendBlock::Meter::kPlain, bytes, absl::Now());
+    StartMeter(context, block, SendBlock::Meter::kPlain, bytes, bytes, absl::Now());
     PostSend(context, block, source.result, bytes, memory, kRawStream);
     ++context.stats->blocks_bypassed;
   } else {
@@ -213,7 +212,7 @@ void OperationTask::StartForward(TaskContext& context, SendBlock& block) {
     // chains) most of what a compressed link carries is theirs, as most of a plain link's is
     // plain forwards.
     StartMeter(context, block, SendBlock::Meter::kCompressed, source.header.block_elements * ElementSize(spec_.dtype),
-               absl::Now());
+               source.frame_bytes, absl::Now());
     const uint8_t* frame = source.slot != nullptr ? source.slot->frame : source.host_frame.get();
     const uint8_t* head = source.slot != nullptr ? source.slot->head : source.host_frame.get();
     PostSend(context, block, frame + source.plan.raw_offset, source.plan.raw_bytes, memory, kRawStream);
@@ -230,7 +229,7 @@ void OperationTask::StartPlain(TaskContext& context, SendBlock& block, const uin
   block.run_blocks = run.blocks;
   block.envelope = EncodeEnvelope(BlockEnvelope(block, BlockKind::kPlain));
   // The run is one sample of the plain rate: its bytes over its time on the link.
-  StartMeter(context, block, SendBlock::Meter::kPlain, run.bytes, absl::Now());
+  StartMeter(context, block, SendBlock::Meter::kPlain, run.bytes, run.bytes, absl::Now());
   PostSend(context, block, block.envelope.data(), kEnvelopeBytes, MemoryType::kHost, kEnvelopeStream);
   // The run's envelope names the blocks it carries, which send none of their own: each would
   // cost a small message and a hand-off at both ends (streamed 256 MB GPU-direct messages took
@@ -254,7 +253,7 @@ void OperationTask::StartHostFrame(TaskContext& context, SendBlock& block, const
   block.host_frame.reset(new uint8_t[block.plan.max_frame_bytes]);
   const uint64_t payload = elements * ElementSize(spec_.dtype);
   const absl::Time start = absl::Now();
-  StartMeter(context, block, SendBlock::Meter::kCompressed, payload, start);
+  block.codec_start = start;
   absl::StatusOr<uint64_t> frame_bytes =
       CompressHost(source, elements, spec_.dtype, block.host_frame.get(), block.plan.max_frame_bytes, {},
                    context.cpu_codec_threads);
@@ -308,7 +307,6 @@ bool OperationTask::StartDeviceFrame(TaskContext& context, SendBlock& block, con
   if (windowed) {
     block.envelope = EncodeEnvelope(BlockEnvelope(block, BlockKind::kFrame));
     PostSend(context, block, block.envelope.data(), kEnvelopeBytes, MemoryType::kHost, kEnvelopeStream);
-    StartMeter(context, block, SendBlock::Meter::kCompressed, elements * ElementSize(spec_.dtype), block.codec_start);
   }
   return true;
 }
@@ -376,30 +374,33 @@ void OperationTask::SendRest(TaskContext& context, SendBlock& block, const uint8
   const SendStep& step = spec_.schedule.sends[block.step];
   const uint64_t payload = BlockElements(step.chunk.count, block.index) * ElementSize(spec_.dtype);
   context.policy->Record(step.peer, spec_.tensor, payload, frame_bytes);
+  // The frame joins the link now that all of it is posted; its encode counts from its start
+  // where it left the link idle (LinkShare).
+  StartMeter(context, block, SendBlock::Meter::kCompressed, payload, frame_bytes, block.codec_start);
   ++context.stats->blocks_compressed;
 }
 
 void OperationTask::StartMeter(TaskContext& context, SendBlock& block, SendBlock::Meter meter, uint64_t payload,
-                               absl::Time start) {
+                               uint64_t wire_bytes, absl::Time start) {
   const int peer = spec_.schedule.sends[block.step].peer;
-  if (meter == SendBlock::Meter::kPlain) {
-    context.policy->PlainSendStarted(peer, spec_.memory, payload);
-  } else {
-    context.policy->CompressedSendStarted(peer, spec_.memory, payload);
-  }
+  // A plain block's pipeline is its post (its caller's `start`).
+  block.meter_ticket =
+      meter == SendBlock::Meter::kPlain
+          ? context.policy->PlainSendStarted(peer, spec_.memory, payload, start)
+          : context.policy->CompressedSendStarted(peer, spec_.memory, payload, wire_bytes, start, absl::Now());
   block.meter = meter;
-  block.meter_start = start;
 }
 
 void OperationTask::RetireSend(TaskContext& context, SendBlock& block) {
   const SendStep& step = spec_.schedule.sends[block.step];
   const uint64_t payload = RunElements(step.chunk.count, block.index, block.run_blocks) * ElementSize(spec_.dtype);
   if (block.meter == SendBlock::Meter::kPlain) {
-    context.policy->PlainSendDone(step.peer, spec_.memory, payload, status_.ok(), block.meter_start, absl::Now());
+    context.policy->PlainSendDone(step.peer, spec_.memory, payload, block.meter_ticket, status_.ok(), absl::Now());
   } else if (block.meter == SendBlock::Meter::kCompressed) {
-    context.policy->CompressedSendDone(step.peer, spec_.memory, payload, status_.ok(), block.meter_start, absl::Now());
+    context.policy->CompressedSendDone(step.peer, spec_.memory, payload, block.meter_ticket, status_.ok(), absl::Now());
   }
   block.meter = SendBlock::Meter::kNone;
+  block.meter_ticket = 0;
   // The slot's stream is idle after a successful encode; after a failure ReleaseIdle waits. A
   // borrowed slot goes back with its receive block.
   if (block.slot != nullptr && !block.slot_borrowed) context.send_slots[step.peer]->ReleaseIdle(&block.slot);

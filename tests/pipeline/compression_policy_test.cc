@@ -12,6 +12,8 @@ namespace {
 using transport::MemoryType;
 
 constexpr uint64_t kBig = 1 << 20;
+// A frame of kBig payload at the ratio of bf16 weights, 1.5.
+constexpr uint64_t kFrame = kBig * 2 / 3;
 constexpr MemoryType kHost = MemoryType::kHost;
 
 // The tests' clock: every block of every test starts after the last one ended.
@@ -25,16 +27,14 @@ absl::Time clock = absl::UnixEpoch();
 void Observe(CompressionPolicy& policy, int peer, MemoryType memory, double plain, double compressed, int blocks = 32) {
   for (int i = 0; i < blocks; ++i) {
     if (plain > 0) {
-      policy.PlainSendStarted(peer, memory, kBig);
-      const absl::Time start = clock;
+      const uint64_t ticket = policy.PlainSendStarted(peer, memory, kBig, clock);
       clock += absl::Seconds(kBig / plain);
-      policy.PlainSendDone(peer, memory, kBig, true, start, clock);
+      policy.PlainSendDone(peer, memory, kBig, ticket, true, clock);
     }
     if (compressed > 0) {
-      policy.CompressedSendStarted(peer, memory, kBig);
-      const absl::Time start = clock;
+      const uint64_t ticket = policy.CompressedSendStarted(peer, memory, kBig, kFrame, clock, clock);
       clock += absl::Seconds(kBig / compressed);
-      policy.CompressedSendDone(peer, memory, kBig, true, start, clock);
+      policy.CompressedSendDone(peer, memory, kBig, ticket, true, clock);
     }
   }
 }
@@ -85,9 +85,9 @@ TEST(CompressionPolicy, AutoIsOffWhereTheCodecIsTheBottleneckAndOnWhereTheLinkIs
 // of a ring); the sends complete at once (the link's pace does not matter here).
 void CodeOnHost(CompressionPolicy& policy, int peer, double encode, double decode, int blocks = 32) {
   for (int i = 0; i < blocks; ++i) {
-    policy.CompressedSendStarted(peer, kHost, kBig);
     policy.HostEncoded(kBig, absl::Seconds(kBig / encode));
-    policy.CompressedSendDone(peer, kHost, kBig, true, clock, clock);
+    const uint64_t ticket = policy.CompressedSendStarted(peer, kHost, kBig, kFrame, clock, clock);
+    policy.CompressedSendDone(peer, kHost, kBig, ticket, true, clock);
     if (decode > 0) policy.HostDecoded(absl::Seconds(kBig / decode));
   }
 }
@@ -125,11 +125,10 @@ TEST(CompressionPolicy, OnHostMemoryTheDecodesOfARingCountAgainstItsFrames) {
   EXPECT_GE(Compressed(sender, 1, kHost, 4000), 3990);
   // Decodes of another peer's frames while this rank sends plainly, then frames again.
   for (int i = 0; i < 64; ++i) {
-    sender.PlainSendStarted(1, kHost, kBig);
+    const uint64_t ticket = sender.PlainSendStarted(1, kHost, kBig, clock);
     sender.HostDecoded(absl::Seconds(kBig / 2.4e9));
-    const absl::Time start = clock;
     clock += absl::Seconds(kBig / 1.2e9);
-    sender.PlainSendDone(1, kHost, kBig, true, start, clock);
+    sender.PlainSendDone(1, kHost, kBig, ticket, true, clock);
   }
   CodeOnHost(sender, 1, 1.6e9, 0);
   EXPECT_GE(Compressed(sender, 1, kHost, 4000), 3990);
@@ -141,13 +140,22 @@ TEST(CompressionPolicy, OnHostMemoryFramesBetweenPlainBlocksStillMeasureTheEncod
   CompressionPolicy policy(4096);
   Observe(policy, 1, kHost, 1.3e9, 2e9);
   for (int i = 0; i < 32; ++i) {
-    policy.PlainSendStarted(1, kHost, kBig);
-    const absl::Time start = clock;
+    const uint64_t ticket = policy.PlainSendStarted(1, kHost, kBig, clock);
     clock += absl::Seconds(kBig / 1.3e9);
-    policy.PlainSendDone(1, kHost, kBig, true, start, clock);
+    policy.PlainSendDone(1, kHost, kBig, ticket, true, clock);
     CodeOnHost(policy, 1, 0.8e9, 0, 1);
   }
   EXPECT_LE(Compressed(policy, 1, kHost, 4000), 10);
+}
+
+// Starts a block of kBig payload to peer 1 at `clock`, plain or as a frame of kFrame bytes.
+uint64_t Start(CompressionPolicy& policy, MemoryType memory, bool compressed) {
+  return compressed ? policy.CompressedSendStarted(1, memory, kBig, kFrame, clock, clock)
+                    : policy.PlainSendStarted(1, memory, kBig, clock);
+}
+void Done(CompressionPolicy& policy, MemoryType memory, bool compressed, uint64_t ticket) {
+  compressed ? policy.CompressedSendDone(1, memory, kBig, ticket, true, clock)
+             : policy.PlainSendDone(1, memory, kBig, ticket, true, clock);
 }
 
 // Rounds of a pipeline of one choice: `queued` blocks posted at once, which the link takes one
@@ -157,19 +165,15 @@ void ProbeBehindAQueue(CompressionPolicy& policy, bool probe_compressed, double 
                        int queued = 15, int rounds = 8) {
   const MemoryType memory = MemoryType::kDevice;
   for (int round = 0; round < rounds; ++round) {
-    const absl::Time posted = clock;
-    for (int i = 0; i < queued; ++i) {
-      probe_compressed ? policy.PlainSendStarted(1, memory, kBig) : policy.CompressedSendStarted(1, memory, kBig);
-    }
-    probe_compressed ? policy.CompressedSendStarted(1, memory, kBig) : policy.PlainSendStarted(1, memory, kBig);
+    std::vector<uint64_t> tickets;
+    for (int i = 0; i < queued; ++i) tickets.push_back(Start(policy, memory, !probe_compressed));
+    const uint64_t probe = Start(policy, memory, probe_compressed);
     for (int i = 0; i < queued; ++i) {
       clock += absl::Seconds(kBig / queued_rate);
-      probe_compressed ? policy.PlainSendDone(1, memory, kBig, true, posted, clock)
-                       : policy.CompressedSendDone(1, memory, kBig, true, posted, clock);
+      Done(policy, memory, !probe_compressed, tickets[i]);
     }
     clock += absl::Seconds(kBig / probe_rate);
-    probe_compressed ? policy.CompressedSendDone(1, memory, kBig, true, posted, clock)
-                     : policy.PlainSendDone(1, memory, kBig, true, posted, clock);
+    Done(policy, memory, probe_compressed, probe);
   }
 }
 
@@ -191,18 +195,82 @@ TEST(CompressionPolicy, AProbeIsChargedForItsOwnTurnOnTheLinkNotForTheQueueAhead
   EXPECT_LE(Compressed(codec_bound, 1, MemoryType::kDevice, 1000), 10);
 }
 
+// How the link takes two blocks on it together: one after the other (the first finishes after
+// its own time, the second after its own more), or both at once (both finish after the time of
+// the two, 36 us apart), as the CPU machine's shaped tcp link did both (LinkShare).
+enum class Sharing { kInTurn, kTogether };
+
+// `pairs` rounds of auto's pipeline to peer 1, the send window's two blocks posted at once: each
+// block as auto decides, a plain one taking the link `plain` of time, a frame `frame`. Returns
+// how many blocks went compressed.
+int PipelineOfPairs(CompressionPolicy& policy, MemoryType memory, Sharing sharing, absl::Duration plain,
+                    absl::Duration frame, int pairs) {
+  int compressed = 0;
+  for (int i = 0; i < pairs; ++i) {
+    const bool first = policy.ShouldCompress(CompressionMode::kAuto, DataType::kBFloat16, kBig, 1, memory, 7);
+    const bool second = policy.ShouldCompress(CompressionMode::kAuto, DataType::kBFloat16, kBig, 1, memory, 7);
+    compressed += first + second;
+    const uint64_t first_ticket = Start(policy, memory, first);
+    const uint64_t second_ticket = Start(policy, memory, second);
+    const absl::Duration first_time = first ? frame : plain;
+    const absl::Duration second_time = second ? frame : plain;
+    clock += sharing == Sharing::kInTurn ? first_time : first_time + second_time;
+    Done(policy, memory, first, first_ticket);
+    clock += sharing == Sharing::kInTurn ? second_time : absl::Microseconds(36);
+    Done(policy, memory, second, second_ticket);
+  }
+  return compressed;
+}
+
+class CompressionPolicySharing : public testing::TestWithParam<Sharing> {};
+
+// A 1 Gbit/s link (a 1 MB block 8 ms, its frame 5.3 ms) with the codec far faster: auto
+// compresses all but its probes, however the link takes the probe and the frame ahead of it.
+// Charged the time since the link's previous completion, a plain probe that finished 36 us after
+// the frame it moved with seemed to take 36 us (28 GB/s) and the frame the time of both (CPU
+// machine, 4-rank allreduce on a shaped 1 Gbit/s link): auto turned plain after such probes.
+TEST_P(CompressionPolicySharing, WhereTheLinkIsTheBottleneckAPlainProbeIsChargedWhatItsBytesTook) {
+  CompressionPolicy policy(4096);
+  const int compressed = PipelineOfPairs(policy, kHost, GetParam(), absl::Milliseconds(8),
+                                         absl::Microseconds(5333), 2000);
+  EXPECT_NEAR(*policy.plain_rate(1, kHost), kBig / 8e-3, kBig / 8e-3 * 0.02);
+  EXPECT_NEAR(*policy.compressed_rate(1, kHost), kBig / 5.333e-3, kBig / 5.333e-3 * 0.02);
+  EXPECT_GE(compressed, 3950);
+}
+
+// Frames that move slower than plain blocks (a receiver decoding them holds the link back: 1 ms
+// for a frame, 0.5 ms for a plain block): auto stays plain but for its probes, however the link
+// takes a probe and the plain block ahead of it. Charged the time since the link's previous
+// completion, a frame probe that finished 36 us after the plain block it moved with would seem to
+// take 36 us, and auto would compress.
+TEST_P(CompressionPolicySharing, WhereFramesAreSlowerAFrameProbeIsChargedWhatItsBytesTook) {
+  CompressionPolicy policy(4096);
+  const int compressed = PipelineOfPairs(policy, MemoryType::kDevice, GetParam(), absl::Microseconds(500),
+                                         absl::Milliseconds(1), 4000);
+  // Moved together, two plain blocks take 1.036 ms.
+  const double plain = GetParam() == Sharing::kInTurn ? kBig / 0.5e-3 : 2 * kBig / 1.036e-3;
+  EXPECT_NEAR(*policy.plain_rate(1, MemoryType::kDevice), plain, plain * 0.01);
+  EXPECT_NEAR(*policy.compressed_rate(1, MemoryType::kDevice), kBig / 1e-3, kBig / 1e-3 * 0.02);
+  EXPECT_LE(compressed, 40);
+}
+
+INSTANTIATE_TEST_SUITE_P(Link, CompressionPolicySharing, testing::Values(Sharing::kInTurn, Sharing::kTogether),
+                         [](const testing::TestParamInfo<Sharing>& info) {
+                           return info.param == Sharing::kInTurn ? "InTurn" : "Together";
+                         });
+
 // `blocks` device frames to `peer`, each encoded at `encode` bytes/s while the link was still
 // busy with earlier blocks, so that each send is charged only its wire time at `wire` bytes/s
-// of payload (ServiceTime): frames encoded ahead of the send window.
+// of payload (its encode left the link no idle time: it joins with no time of its own before):
+// frames encoded ahead of the send window.
 void EncodeAheadOnDevice(CompressionPolicy& policy, int peer, double encode, double wire, int blocks = 32) {
   for (int i = 0; i < blocks; ++i) {
     const absl::Time encode_start = clock;
     clock += absl::Seconds(kBig / encode);
     policy.DeviceEncoded(kBig, encode_start, clock);
-    policy.CompressedSendStarted(peer, MemoryType::kDevice, kBig);
-    const absl::Time link_free = clock;
+    const uint64_t ticket = policy.CompressedSendStarted(peer, MemoryType::kDevice, kBig, kFrame, clock, clock);
     clock += absl::Seconds(kBig / wire);
-    policy.CompressedSendDone(peer, MemoryType::kDevice, kBig, true, link_free, clock);
+    policy.CompressedSendDone(peer, MemoryType::kDevice, kBig, ticket, true, clock);
   }
 }
 
@@ -242,10 +310,9 @@ TEST(CompressionPolicy, OverlappingDeviceEncodesCountTheirTimeOnce) {
 TEST(CompressionPolicy, TheFirstBlockOnAPathIsNoSample) {
   CompressionPolicy policy(4096);
   const MemoryType memory = MemoryType::kDevice;
-  policy.PlainSendStarted(1, memory, kBig);
-  const absl::Time start = clock;
+  const uint64_t ticket = policy.PlainSendStarted(1, memory, kBig, clock);
   clock += absl::Milliseconds(50);
-  policy.PlainSendDone(1, memory, kBig, true, start, clock);
+  policy.PlainSendDone(1, memory, kBig, ticket, true, clock);
   EXPECT_FALSE(policy.plain_rate(1, memory).has_value());
   Observe(policy, 1, memory, 10e9, 0, 1);
   Observe(policy, 1, memory, 0, 5e9, 8);

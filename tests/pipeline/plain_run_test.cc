@@ -27,11 +27,12 @@ void Feed(CompressionPolicy& policy, bool compressed, uint64_t bytes, double rat
     const absl::Time start = clock;
     clock += absl::Seconds(static_cast<double>(bytes) / rate);
     if (compressed) {
-      policy.CompressedSendStarted(1, kDevice, bytes);
-      policy.CompressedSendDone(1, kDevice, bytes, true, start, clock);
+      // A frame at the ratio of bf16 weights, 1.5.
+      const uint64_t ticket = policy.CompressedSendStarted(1, kDevice, bytes, bytes * 2 / 3, start, start);
+      policy.CompressedSendDone(1, kDevice, bytes, ticket, true, clock);
     } else {
-      policy.PlainSendStarted(1, kDevice, bytes);
-      policy.PlainSendDone(1, kDevice, bytes, true, start, clock);
+      const uint64_t ticket = policy.PlainSendStarted(1, kDevice, bytes, start);
+      policy.PlainSendDone(1, kDevice, bytes, ticket, true, clock);
     }
   }
 }

@@ -1,0 +1,106 @@
+// The link's time shared among the blocks on it, with the clock injected: blocks taken in turn
+// are charged their own turns, blocks moved together what their bytes took at their own kind's
+// speed, a frame's encode only the idle time it caused, and blocks that shared the link with
+// another kind are no sample of their kind's speed.
+#include "pipeline/link_share.h"
+
+#include <gtest/gtest.h>
+
+namespace ucclzip::pipeline {
+namespace {
+
+constexpr uint64_t kMB = 1 << 20;
+constexpr int kPlain = 0;
+constexpr int kFrame = 1;
+
+absl::Time At(double ms) { return absl::UnixEpoch() + absl::Microseconds(ms * 1000); }
+double Ms(absl::Duration d) { return absl::ToDoubleMilliseconds(d); }
+
+// Teaches `link` the speed of `kind`: blocks of 1 MB alone on it, each `ms` long, from `clock`.
+void Learn(LinkShare& link, int kind, double ms, double& clock, int blocks = 4) {
+  for (int i = 0; i < blocks; ++i) {
+    const LinkShare::Ticket ticket = link.Join(kind, kMB, At(clock), At(clock));
+    clock += ms;
+    link.Finish(ticket, At(clock), true);
+  }
+}
+
+TEST(LinkShare, BeforeAKindsSpeedIsKnownAFinishingBlockTakesItsWholeTurn) {
+  LinkShare link;
+  const LinkShare::Ticket first = link.Join(kPlain, kMB, At(0), At(0));
+  const LinkShare::Ticket second = link.Join(kPlain, kMB, At(0), At(0));
+  EXPECT_DOUBLE_EQ(Ms(link.Finish(first, At(2), true)), 2);
+  EXPECT_DOUBLE_EQ(Ms(link.Finish(second, At(2.036), true)), 0.036);
+  // The two are a sample together: 2 MB in 2.036 ms.
+  EXPECT_NEAR(*link.wire_rate(kPlain), 2 * kMB / 2.036e-3, 1e3);
+}
+
+// A link that knows plain blocks of 1 MB take 1 ms and frames 2 ms, with a frame and a plain
+// block just posted together, the frame first.
+struct FrameAndPlain {
+  FrameAndPlain() {
+    Learn(link, kPlain, 1, clock);
+    Learn(link, kFrame, 2, clock);
+    frame = link.Join(kFrame, kMB, At(clock), At(clock));
+    plain = link.Join(kPlain, kMB, At(clock), At(clock));
+  }
+  LinkShare link;
+  double clock = 0;
+  LinkShare::Ticket frame = 0;
+  LinkShare::Ticket plain = 0;
+};
+
+TEST(LinkShare, BlocksTakenInTurnAreChargedTheirOwnTurns) {
+  FrameAndPlain f;
+  EXPECT_NEAR(Ms(f.link.Finish(f.frame, At(f.clock + 2), true)), 2, 1e-6);
+  EXPECT_NEAR(Ms(f.link.Finish(f.plain, At(f.clock + 3), true)), 1, 1e-6);
+}
+
+TEST(LinkShare, BlocksMovedTogetherAreChargedWhatTheirBytesTookAtTheirKindsSpeed) {
+  FrameAndPlain f;
+  // Both finish after the 3 ms of the two, 36 us apart: charged from the link's previous
+  // completion, the plain block would get 36 us.
+  const double frame_ms = Ms(f.link.Finish(f.frame, At(f.clock + 3), true));
+  const double plain_ms = Ms(f.link.Finish(f.plain, At(f.clock + 3.036), true));
+  EXPECT_NEAR(frame_ms, 2, 1e-6);
+  EXPECT_NEAR(plain_ms, 1.036, 1e-6);
+  EXPECT_NEAR(frame_ms + plain_ms, 3.036, 1e-6);  // the link's busy time, no more, no less
+}
+
+TEST(LinkShare, AFrameIsChargedOnlyTheIdleTimeItsEncodeCaused) {
+  LinkShare link;
+  double clock = 0;
+  Learn(link, kPlain, 1, clock);
+  Learn(link, kFrame, 1, clock);
+  const double t = clock;
+  // A plain block on the link until t + 10; a frame whose encode started at t + 5 joins at
+  // t + 12: the link stood idle for 2 ms of its encode.
+  const LinkShare::Ticket plain = link.Join(kPlain, 10 * kMB, At(t), At(t));
+  EXPECT_NEAR(Ms(link.Finish(plain, At(t + 10), true)), 10, 1e-6);
+  const LinkShare::Ticket frame = link.Join(kFrame, kMB, At(t + 5), At(t + 12));
+  // A second frame encoded while the first is on the link caused no idle time.
+  const LinkShare::Ticket second = link.Join(kFrame, kMB, At(t + 12.5), At(t + 12.8));
+  EXPECT_NEAR(Ms(link.Finish(frame, At(t + 13), true)), 2 + 1, 1e-6);
+  EXPECT_NEAR(Ms(link.Finish(second, At(t + 14), true)), 1, 1e-6);
+}
+
+TEST(LinkShare, BlocksThatSharedTheLinkWithAnotherKindAreNoSampleOfTheirKindsSpeed) {
+  LinkShare link;
+  double clock = 0;
+  Learn(link, kPlain, 1, clock);
+  Learn(link, kFrame, 2, clock);
+  // Rounds of a plain block that finishes together with a frame, first: its time since the
+  // link's previous completion (3 ms) says nothing of how fast plain blocks move.
+  for (int round = 0; round < 8; ++round) {
+    const LinkShare::Ticket plain = link.Join(kPlain, kMB, At(clock), At(clock));
+    const LinkShare::Ticket frame = link.Join(kFrame, kMB, At(clock), At(clock));
+    clock += 3;
+    EXPECT_NEAR(Ms(link.Finish(plain, At(clock), true)), 1, 1e-6);
+    EXPECT_NEAR(Ms(link.Finish(frame, At(clock), true)), 2, 1e-6);
+  }
+  EXPECT_NEAR(*link.wire_rate(kPlain), kMB / 1e-3, 1e3);
+  EXPECT_NEAR(*link.wire_rate(kFrame), kMB / 2e-3, 1e3);
+}
+
+}  // namespace
+}  // namespace ucclzip::pipeline
