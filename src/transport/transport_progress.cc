@@ -3,8 +3,9 @@
 // completes requests.
 //
 // Passes. The thread runs pass after pass while there is work, and a pass costs what changed,
-// not what is outstanding (the pipeline keeps hundreds of operations posted: a receive for
-// every block's envelope, sends, data), because every completion is only acted on by a pass:
+// not what is outstanding (the pipeline may keep hundreds of operations posted: a collective
+// posts the receive of every block's envelope at once), because every completion is only
+// acted on by a pass:
 // - UCX's callbacks list their op in news_ with the block that left UCX (Op::NoteNetworkDone);
 //   Advance handles just those blocks.
 // - Staged ops are polled every pass while they have copies in flight (a copy's end is seen by
@@ -112,11 +113,11 @@ void Transport::ProgressLoop() {
 }
 
 bool Transport::TakeSubmissions(bool* stop) {
+  if (!submissions_pending_.load(std::memory_order_acquire)) return false;
   std::vector<std::unique_ptr<Op>> fresh;
   std::vector<std::pair<int, absl::Status>> reported;
   bool abort = false;
   absl::Status why;
-  if (!submissions_pending_.load(std::memory_order_acquire)) return false;
   {
     absl::MutexLock lock(&mutex_);
     submissions_pending_.store(false, std::memory_order_relaxed);
