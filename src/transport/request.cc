@@ -4,36 +4,39 @@
 
 namespace ucclzip::transport {
 
-bool Request::Test() const {
-  absl::MutexLock lock(&mutex_);
-  return done_;
-}
-
 absl::Status Request::Wait(absl::Time deadline) const {
+  if (Test()) return status_;
   if (wait_spin_ > absl::ZeroDuration()) {
     const absl::Time spin_until = std::min(deadline, absl::Now() + wait_spin_);
-    while (!done_polled_.load(std::memory_order_acquire) && absl::Now() < spin_until) {
+    while (!Test() && absl::Now() < spin_until) {
 #if defined(__x86_64__)
       __builtin_ia32_pause();
 #endif
     }
   }
-  absl::MutexLock lock(&mutex_);
-  auto done = [this]() ABSL_SHARED_LOCKS_REQUIRED(mutex_) { return done_; };
-  if (!mutex_.AwaitWithDeadline(absl::Condition(&done), deadline)) {
-    return absl::DeadlineExceededError("operation still pending at the caller's deadline");
+  // Dekker's pattern with Complete (both sequentially consistent): either Complete sees this
+  // sleeper and locks the mutex after setting done_, and its Unlock re-evaluates the condition
+  // below, or the condition, evaluated under the mutex, sees done_ set.
+  sleepers_.fetch_add(1);
+  bool done = false;
+  {
+    absl::MutexLock lock(&mutex_);
+    done = mutex_.AwaitWithDeadline(absl::Condition(
+                                        +[](const std::atomic<bool>* flag) { return flag->load(); }, &done_),
+                                    deadline);
   }
+  sleepers_.fetch_sub(1);
+  if (!done) return absl::DeadlineExceededError("operation still pending at the caller's deadline");
   return status_;
 }
 
 void Request::Complete(absl::Status status) {
-  {
-    absl::MutexLock lock(&mutex_);
-    done_ = true;
-    status_ = status;
-    done_polled_.store(true, std::memory_order_release);
+  status_ = std::move(status);
+  done_.store(true);
+  if (sleepers_.load() > 0) {
+    absl::MutexLock lock(&mutex_);  // its Unlock wakes the sleepers
   }
-  if (on_complete_) on_complete_(status);
+  if (on_complete_) on_complete_(status_);
 }
 
 }  // namespace ucclzip::transport

@@ -236,6 +236,7 @@ std::shared_ptr<Request> Transport::Post(OpKind kind, int peer, uint8_t* data, s
       refused = absl::FailedPreconditionError(absl::StrCat(op->Describe(), ": the communicator is shutting down"));
     } else {
       submitted_.push_back(std::move(op));
+      submissions_pending_.store(true, std::memory_order_release);
     }
   }
   if (!refused.ok()) {
@@ -264,6 +265,7 @@ void Transport::ReportPeerFailure(int peer, const absl::Status& why) {
   {
     absl::MutexLock lock(&mutex_);
     reported_failures_.emplace_back(peer, why);
+    submissions_pending_.store(true, std::memory_order_release);
   }
   Wake();
 }
@@ -274,6 +276,7 @@ void Transport::Abort(const absl::Status& why) {
     if (!aborted_.ok()) return;
     aborted_ = why.ok() ? absl::CancelledError("aborted") : why;
     abort_pending_ = true;
+    submissions_pending_.store(true, std::memory_order_release);
   }
   UCCLZIP_LOG(kWarning) << "rank " << rank_ << ": aborting every operation: " << (why.ok() ? "no reason given" : why.ToString());
   Wake();
@@ -285,6 +288,7 @@ void Transport::Shutdown() {
   {
     absl::MutexLock lock(&mutex_);
     stopping_ = true;
+    submissions_pending_.store(true, std::memory_order_release);
   }
   Wake();
   if (progress_thread_.joinable()) progress_thread_.join();

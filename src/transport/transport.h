@@ -138,7 +138,12 @@ class Transport {
   // Moves posted ops into the active list and handles Abort; sets *stop once Shutdown began.
   bool TakeSubmissions(bool* stop);
   void Start(Op& op);
+  // Advances the ops with news and the polled ones.
+  bool AdvanceChanged();
   bool Advance(Op& op);
+  // Lists the op as one that may have finished (RetireFinished) and, if it is staged and needs
+  // it, as one to poll.
+  void MarkChanged(Op& op);
   bool AdvanceStagedSend(Op& op, StagingPath& path);
   bool AdvanceStagedRecv(Op& op, StagingPath& path);
   // True once the block's staging copy is done (failed copies fail the op).
@@ -150,15 +155,20 @@ class Transport {
   absl::StatusOr<StagingPath*> StagingFor(const Op& op);
   // The staging path for host or device buffers, created on first use (any thread).
   absl::StatusOr<StagingPath*> StagingPathFor(MemoryType type, int device);
-  void CheckDeadlines();
+  // Every kSweepInterval: what no event reports, deadlines and failed ops to give up on.
+  void SweepIfDue(absl::Time now);
+  void CheckDeadlines(absl::Time now);
+  void AbandonStuckOps(absl::Time now);
   void HandleEndpointErrors();
   // Fails peers whose bootstrap connection hung up: the way dead peers show over transports
   // without UCX peer error handling, and often sooner than UCX notices.
-  void WatchBootstrapConnections();
+  void WatchBootstrapConnections(absl::Time now);
   void FailPeer(int peer, const absl::Status& why);
   void CancelReceives(Op& op);
   void CloseEndpoint(Peer& peer, bool force);
   bool RetireFinished();
+  // Completes the op's request and takes it off every list; an abandoned op is kept for UCX.
+  void Retire(Op& op, bool abandon);
   void WaitForEvents();
   void Wake();
   void PollClosingEndpoints();
@@ -187,12 +197,22 @@ class Transport {
   PeerFailureListener peer_failure_listener_ ABSL_GUARDED_BY(mutex_);
   std::atomic<bool> any_peer_failed_{false};
   bool stopping_ ABSL_GUARDED_BY(mutex_) = false;
+  // Set with any of submitted_, reported_failures_, abort_pending_ and stopping_, so that a pass
+  // with nothing new skips the mutex: Debian's Abseil keeps its deadlock detection on, which
+  // makes every Lock and Unlock look the mutex up in a process-wide graph under a global lock.
+  std::atomic<bool> submissions_pending_{false};
   bool shut_down_ = false;  // owner thread only
   std::atomic<uint64_t> bytes_sent_{0};
   std::atomic<uint64_t> bytes_received_{0};
 
   // Progress thread only.
   std::list<std::unique_ptr<Op>> active_;
+  // What a pass looks at (transport_progress.cc, "Passes"); each lists an op at most once and
+  // only while it is active.
+  std::vector<Op*> news_;     // ops whose UCX callbacks ran
+  std::vector<Op*> polled_;   // staged ops with copies in flight or blocks still to start, in posting order
+  std::vector<Op*> changed_;  // ops that may have finished
+  absl::Time last_sweep_;
   // Failed ops whose blocks UCX never gave back (a force-closed endpoint without peer error
   // handling keeps them): their requests are completed, their blocks kept for UCX until the
   // worker is destroyed.

@@ -13,6 +13,16 @@ bool Op::finished() const {
                      [](const Block& b) { return b.stage == BlockStage::kWaiting || b.stage == BlockStage::kDone; });
 }
 
+void Op::NoteNetworkDone(Block& block) {
+  block.stage = BlockStage::kNetworkDone;
+  block.ucx_request = nullptr;
+  blocks_with_news.push_back(block.index);
+  if (news != nullptr && !listed_in_news) {
+    listed_in_news = true;
+    news->push_back(this);
+  }
+}
+
 std::string Op::Describe() const {
   return absl::StrCat("rank ", rank, ": ", kind == OpKind::kSend ? "send to" : "recv from", " peer ", peer, " (seq ",
                       tag.sequence, ", stream ", tag.stream, ", ", bytes, " bytes of ", MemoryTypeName(memory.type),

@@ -1,11 +1,13 @@
 // One posted send or receive as the progress thread sees it: the message cut into blocks, and
 // where each block is (copy to staging, in UCX, copy back, done). Only the progress thread
 // touches an Op; UCX callbacks (which run inside ucp_worker_progress on that thread) only
-// record results in the block they belong to.
+// record results in the block they belong to and list the op as having news
+// (NoteNetworkDone), so that each pass of the thread looks only at ops that changed.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <list>
 #include <memory>
 #include <string>
 #include <vector>
@@ -61,7 +63,21 @@ struct Op {
   absl::Status error;
   absl::Time failed_at = absl::InfiniteFuture();
 
+  // The progress thread's bookkeeping (transport_progress.cc, "Passes").
+  // Blocks whose UCX callback ran since the thread last advanced the op, in callback order.
+  std::vector<uint32_t> blocks_with_news;
+  // The transport's list of ops with news, where the callbacks list this one; null once the op
+  // has left the active ops (an abandoned op's late callbacks only record).
+  std::vector<Op*>* news = nullptr;
+  bool listed_in_news = false;
+  bool polled = false;           // in the transport's list of staged ops polled every pass
+  bool changed = false;          // in the transport's list of ops that may have finished
+  uint32_t copies_in_flight = 0;  // staging copies
+  std::list<std::unique_ptr<Op>>::iterator position;  // in the transport's active ops
+
   bool finished() const;  // done, or failed with nothing left in flight
+  // From the UCX callbacks: `block` has left UCX (its network_status says how).
+  void NoteNetworkDone(Block& block);
   // "rank 0: send to peer 1 (seq 7, stream 0, 1048576 bytes of host memory)"
   std::string Describe() const;
   // Records the first failure, phrased with this op's description.

@@ -1,6 +1,21 @@
 // The progress thread: posts what users submitted, drives UCX, moves staged blocks through
 // copy / network / copy, enforces deadlines, turns peer failures into op failures, and
 // completes requests.
+//
+// Passes. The thread runs pass after pass while there is work, and a pass costs what changed,
+// not what is outstanding (the pipeline may keep hundreds of operations posted: a collective
+// posts the receive of every block's envelope at once), because every completion is only
+// acted on by a pass:
+// - UCX's callbacks list their op in news_ with the block that left UCX (Op::NoteNetworkDone);
+//   Advance handles just those blocks.
+// - Staged ops are polled every pass while they have copies in flight (a copy's end is seen by
+//   polling, with or without wake-ups) or blocks still to start (waiting for a staging block, a
+//   receive also for its message to arrive): polled_, in posting order, so that staging blocks
+//   go to the ops in the order they were posted.
+// - An op that was started, advanced or failed is listed in changed_, and RetireFinished
+//   completes those that finished.
+// - Deadlines and giving up on failed ops depend on time alone: a sweep over every op each
+//   kSweepInterval does them.
 #include <poll.h>
 #include <unistd.h>
 
@@ -21,14 +36,23 @@ constexpr absl::Duration kSpinBeforeSleep = absl::Microseconds(200);
 // How often the bootstrap connections are checked for hang-ups while operations are pending.
 constexpr absl::Duration kWatchInterval = absl::Milliseconds(10);
 // How long a failed op may wait for UCX to give its blocks back before it is abandoned (where
-// that is safe: RetireFinished).
+// that is safe: AbandonStuckOps).
 constexpr absl::Duration kAbandonAfter = absl::Seconds(1);
+// How often deadlines are checked and failed ops considered for abandoning. Deadlines are the
+// operation timeout (seconds; 3 s in the shortest tests) and abandoning waits kAbandonAfter, so
+// being this late matters to neither, while a sweep over every op each pass did.
+constexpr absl::Duration kSweepInterval = absl::Milliseconds(5);
+
+// A staged op waits for staging blocks (a receive also for its message to arrive) and for its
+// copies, which no callback reports: the progress thread polls it.
+bool NeedsPolling(const Op& op) {
+  return op.staged && (op.copies_in_flight > 0 || (op.error.ok() && op.next_block < op.blocks.size()));
+}
 
 void OnSendDone(void* request, ucs_status_t status, void* user_data) {
   auto& block = *static_cast<Block*>(user_data);
   block.network_status = UcxStatus(status, absl::StrCat("block ", block.index, " of ", block.op->blocks.size()));
-  block.stage = BlockStage::kNetworkDone;
-  block.ucx_request = nullptr;
+  block.op->NoteNetworkDone(block);
   ucp_request_free(request);
 }
 
@@ -49,8 +73,7 @@ void OnRecvDone(void* request, ucs_status_t status, const ucp_tag_recv_info_t* i
     block.network_status = absl::InvalidArgumentError(
         absl::StrCat("size mismatch: the sender's message is longer than the ", block.op->bytes, " bytes expected"));
   }
-  block.stage = BlockStage::kNetworkDone;
-  block.ucx_request = nullptr;
+  block.op->NoteNetworkDone(block);
   ucp_request_free(request);
 }
 
@@ -69,12 +92,15 @@ void Transport::ProgressLoop() {
     if (stop) break;
     work |= ucp_worker_progress(context_->worker()) != 0;
     if (any_endpoint_error_) HandleEndpointErrors();
-    for (auto& op : active_) work |= Advance(*op);
-    CheckDeadlines();
-    WatchBootstrapConnections();
+    work |= AdvanceChanged();
+    const absl::Time now = absl::Now();
+    SweepIfDue(now);
+    WatchBootstrapConnections(now);
     work |= RetireFinished();
     if (!closing_.empty()) PollClosingEndpoints();
-    absl::Time now = absl::Now();
+    // Callbacks that ran after AdvanceChanged (the cancels and forced closes of a failure) left
+    // news for the next pass, which must not wait for an event first.
+    work |= !news_.empty();
     if (work) {
       last_work_ = now;
     } else if (now - last_work_ > kSpinBeforeSleep) {
@@ -87,12 +113,14 @@ void Transport::ProgressLoop() {
 }
 
 bool Transport::TakeSubmissions(bool* stop) {
+  if (!submissions_pending_.load(std::memory_order_acquire)) return false;
   std::vector<std::unique_ptr<Op>> fresh;
   std::vector<std::pair<int, absl::Status>> reported;
   bool abort = false;
   absl::Status why;
   {
     absl::MutexLock lock(&mutex_);
+    submissions_pending_.store(false, std::memory_order_relaxed);
     fresh.swap(submitted_);
     reported.swap(reported_failures_);
     *stop = stopping_;
@@ -108,7 +136,10 @@ bool Transport::TakeSubmissions(bool* stop) {
   for (const auto& [peer, failure] : reported) FailPeer(peer, failure);
   for (auto& op : fresh) {
     active_.push_back(std::move(op));
-    Start(*active_.back());
+    Op& started = *active_.back();
+    started.position = std::prev(active_.end());
+    started.news = &news_;
+    Start(started);
   }
   return abort || !reported.empty() || !fresh.empty();
 }
@@ -117,17 +148,17 @@ void Transport::Start(Op& op) {
   op.deadline = absl::Now() + options_.op_timeout;
   if (const absl::Status& failure = peers_[op.peer].failure; !failure.ok()) {
     op.Fail(failure);
-    return;
-  }
-  if (op.staged) {
+  } else if (op.staged) {
     if (absl::StatusOr<StagingPath*> path = StagingFor(op); !path.ok()) op.Fail(path.status());
-    return;  // Advance starts the blocks as staging blocks free up
+    // Advance starts the blocks as staging blocks free up.
+  } else {
+    bool host = op.memory.type == MemoryType::kHost;
+    for (Block& block : op.blocks) {
+      PostNetwork(block, op.data == nullptr ? nullptr : op.data + block.offset, block.bytes, host);
+      if (!op.error.ok()) break;
+    }
   }
-  bool host = op.memory.type == MemoryType::kHost;
-  for (Block& block : op.blocks) {
-    PostNetwork(block, op.data == nullptr ? nullptr : op.data + block.offset, block.bytes, host);
-    if (!op.error.ok()) break;
-  }
+  MarkChanged(op);  // a failed op has finished, a staged one is polled
 }
 
 absl::StatusOr<StagingPath*> Transport::StagingFor(const Op& op) {
@@ -208,6 +239,41 @@ void Transport::PostNetwork(Block& block, uint8_t* buffer, size_t capacity, bool
   if (block.stage == BlockStage::kNetwork) block.ucx_request = request;
 }
 
+bool Transport::AdvanceChanged() {
+  bool progressed = false;
+  // Advance may list news of its own (a cancel's callback can run at once): taken here too. A
+  // polled op is advanced below, in its turn for staging blocks.
+  for (size_t i = 0; i < news_.size(); ++i) {
+    Op& op = *news_[i];
+    op.listed_in_news = false;
+    if (!op.polled) progressed |= Advance(op);
+  }
+  news_.clear();
+  // Advance lists no op here but the one it advances, which is listed already.
+  size_t kept = 0;
+  for (Op* op : polled_) {
+    progressed |= Advance(*op);
+    if (NeedsPolling(*op)) {
+      polled_[kept++] = op;
+    } else {
+      op->polled = false;
+    }
+  }
+  polled_.resize(kept);
+  return progressed;
+}
+
+void Transport::MarkChanged(Op& op) {
+  if (!op.changed) {
+    op.changed = true;
+    changed_.push_back(&op);
+  }
+  if (!op.polled && NeedsPolling(op)) {
+    op.polled = true;
+    polled_.push_back(&op);
+  }
+}
+
 bool Transport::Advance(Op& op) {
   bool progressed = false;
   StagingPath* path = nullptr;
@@ -217,7 +283,10 @@ bool Transport::Advance(Op& op) {
       progressed |= op.kind == OpKind::kSend ? AdvanceStagedSend(op, *path) : AdvanceStagedRecv(op, *path);
     }
   }
-  for (Block& block : op.blocks) {
+  // The blocks that UCX finished, as its callbacks listed them; a failed block's CancelReceives
+  // may finish more of them at once, which this loop takes too.
+  for (size_t i = 0; i < op.blocks_with_news.size(); ++i) {
+    Block& block = op.blocks[op.blocks_with_news[i]];
     if (block.stage != BlockStage::kNetworkDone) continue;
     progressed = true;
     if (!block.network_status.ok()) {
@@ -230,6 +299,7 @@ bool Transport::Advance(Op& op) {
       if (ticket.ok()) {
         block.copy_ticket = *ticket;
         block.stage = BlockStage::kCopyOut;
+        ++op.copies_in_flight;
         ++copies_in_flight_;
         continue;
       }
@@ -238,12 +308,15 @@ bool Transport::Advance(Op& op) {
     StagingPool* pool = path == nullptr ? nullptr : op.kind == OpKind::kSend ? &path->send_pool() : &path->recv_pool();
     RetireBlock(op, block, pool, /*delivered=*/true);
   }
+  op.blocks_with_news.clear();
+  MarkChanged(op);
   return progressed;
 }
 
 bool Transport::CopyFinished(Op& op, StagingPath& path, Block& block) {
   absl::StatusOr<bool> done = path.engine().Poll(block.copy_ticket);
   if (done.ok() && !*done) return false;
+  --op.copies_in_flight;
   --copies_in_flight_;
   if (!done.ok()) op.Fail(done.status());
   return true;
@@ -286,6 +359,7 @@ bool Transport::AdvanceStagedSend(Op& op, StagingPath& path) {
     block.staging = staging;
     block.copy_ticket = *ticket;
     block.stage = BlockStage::kCopyIn;
+    ++op.copies_in_flight;
     ++copies_in_flight_;
     progressed = true;
   }
@@ -324,14 +398,35 @@ bool Transport::AdvanceStagedRecv(Op& op, StagingPath& path) {
   return progressed;
 }
 
-void Transport::CheckDeadlines() {
-  if (active_.empty()) return;
-  absl::Time now = absl::Now();
+void Transport::SweepIfDue(absl::Time now) {
+  if (now - last_sweep_ < kSweepInterval) return;
+  last_sweep_ = now;
+  CheckDeadlines(now);
+  AbandonStuckOps(now);
+}
+
+void Transport::CheckDeadlines(absl::Time now) {
   for (auto& op : active_) {
     if (op->error.ok() && now > op->deadline && !op->finished()) {
       FailPeer(op->peer, absl::DeadlineExceededError(absl::StrCat(
                              "peer ", op->peer, " failed: an operation with it made no progress for ",
                              absl::FormatDuration(options_.op_timeout), " (the operation timeout)")));
+    }
+  }
+}
+
+void Transport::AbandonStuckOps(absl::Time now) {
+  const absl::Time abandon_failed_before = now - kAbandonAfter;
+  // A failed op whose blocks UCX keeps is given up on after a while: a send (UCX transmits
+  // nothing more on a force-closed endpoint, but may never give the blocks back), or a receive
+  // from a peer that is gone. A receive from a live peer is not: UCX's TCP writes rendezvous
+  // data that arrives after a cancel or a forced close (openucx/ucx#11929), so its buffer stays
+  // UCX's until the data has landed, the peer is gone, or the worker is destroyed.
+  for (auto it = active_.begin(); it != active_.end();) {
+    Op& op = **it++;  // Retire erases the op's own position only
+    if (op.failed_at < abandon_failed_before && (op.kind == OpKind::kSend || peers_[op.peer].gone) &&
+        !op.finished()) {
+      Retire(op, /*abandon=*/true);
     }
   }
 }
@@ -347,8 +442,7 @@ void Transport::HandleEndpointErrors() {
   }
 }
 
-void Transport::WatchBootstrapConnections() {
-  absl::Time now = absl::Now();
+void Transport::WatchBootstrapConnections(absl::Time now) {
   if (active_.empty() || now - last_watch_ < kWatchInterval) return;
   last_watch_ = now;
   std::vector<pollfd> fds;
@@ -391,6 +485,7 @@ void Transport::FailPeer(int rank, const absl::Status& why) {
     if (op->peer != rank || op->finished()) continue;
     op->Fail(peer.failure);
     CancelReceives(*op);  // receives are not tied to an endpoint; closing it does not end them
+    MarkChanged(*op);
   }
 }
 
@@ -423,28 +518,27 @@ void Transport::PollClosingEndpoints() {
 
 bool Transport::RetireFinished() {
   bool retired = false;
-  const absl::Time abandon_failed_before = absl::Now() - kAbandonAfter;
-  // A failed op whose blocks UCX keeps is given up on after a while: a send (UCX transmits
-  // nothing more on a force-closed endpoint, but may never give the blocks back), or a receive
-  // from a peer that is gone. A receive from a live peer is not: UCX's TCP writes rendezvous
-  // data that arrives after a cancel or a forced close (openucx/ucx#11929), so its buffer stays
-  // UCX's until the data has landed, the peer is gone, or the worker is destroyed.
-  auto may_abandon = [&](const Op& op) {
-    return op.failed_at < abandon_failed_before && (op.kind == OpKind::kSend || peers_[op.peer].gone);
-  };
-  for (auto it = active_.begin(); it != active_.end();) {
-    bool abandon = !(*it)->finished() && may_abandon(**it);
-    if (!(*it)->finished() && !abandon) {
-      ++it;
-      continue;
-    }
-    std::unique_ptr<Op> op = std::move(*it);
-    it = active_.erase(it);
-    op->request->Complete(op->error);
-    if (abandon) abandoned_.push_back(std::move(op));
+  for (Op* op : changed_) {
+    op->changed = false;  // so that Retire leaves changed_ alone
+    if (!op->finished()) continue;
+    Retire(*op, /*abandon=*/false);
     retired = true;
   }
+  changed_.clear();
   return retired;
+}
+
+void Transport::Retire(Op& op, bool abandon) {
+  // Off every list first: an abandoned op lives on, and no list may hand it to Advance again.
+  if (op.listed_in_news) std::erase(news_, &op);
+  if (op.polled) std::erase(polled_, &op);
+  if (op.changed) std::erase(changed_, &op);
+  op.listed_in_news = op.polled = op.changed = false;
+  op.news = nullptr;
+  std::unique_ptr<Op> owned = std::move(*op.position);
+  active_.erase(op.position);
+  owned->request->Complete(owned->error);
+  if (abandon) abandoned_.push_back(std::move(owned));
 }
 
 void Transport::WaitForEvents() {
@@ -461,8 +555,8 @@ void Transport::WaitForEvents() {
     if (armed == UCS_ERR_BUSY) return;  // events arrived meanwhile
     if (armed == UCS_OK) count = 2;
   }
-  // Deadlines are checked at least every millisecond while operations are pending (and copies
-  // polled, should a wake-up ever go missing).
+  // While operations are pending the thread wakes at least every millisecond, for the sweep
+  // (every kSweepInterval) and to poll the copies, should a wake-up ever go missing.
   int timeout_ms = active_.empty() && closing_.empty() ? 100 : 1;
   if (poll(fds, count, timeout_ms) > 0 && (fds[0].revents & POLLIN)) {
     uint64_t wakeups = 0;
@@ -482,7 +576,8 @@ void Transport::DrainForShutdown() {
   }
   while ((!active_.empty() || !closing_.empty()) && absl::Now() < deadline) {
     ucp_worker_progress(context_->worker());
-    for (auto& op : active_) Advance(*op);
+    AdvanceChanged();
+    SweepIfDue(absl::Now());
     RetireFinished();
     PollClosingEndpoints();
   }

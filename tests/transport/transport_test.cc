@@ -1,5 +1,5 @@
 // Messages between real processes over real UCX on this host: every size class, many at once,
-// up to eight ranks, two communicators side by side, multi-part messages, over TCP and over
+// hundreds of receives pending while their messages come one by one, up to eight ranks, two communicators side by side, multi-part messages, over TCP and over
 // shared memory, directly and through the staged path (host buffers with memcpy staging), with
 // and without staging copy wake-ups.
 #include <gtest/gtest.h>
@@ -110,6 +110,70 @@ TEST_P(TransportPaths, ManyOperationsInFlightAmongFourRanks) {
     std::vector<size_t> sizes;
     for (size_t i = 0; i < 48; ++i) sizes.push_back((i * 37'813) % 2'500'000);
     return ExchangeAll(TransportOf(**communicator), sizes, 1000);
+  });
+  ExpectRanksSucceeded(outcomes);
+}
+
+// Hundreds of receives posted at once, their messages sent one at a time in reverse order:
+// each receive completes when its message has arrived, while the others stay pending (the
+// progress thread advances only the operations that UCX reported on, and retires only those).
+TEST_P(TransportPaths, EachOfHundredsOfPendingReceivesCompletesWhenItsMessageArrives) {
+  const Path path = GetParam();
+  auto outcomes = RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
+    TransportOptions options = OptionsFor(path);
+    options.block_bytes = size_t{64} << 10;  // up to 4 blocks a message
+    auto communicator = CreateCommunicator(context, options);
+    if (!communicator.ok()) return communicator.status();
+    transport::Transport& transport = TransportOf(**communicator);
+    constexpr uint32_t kMessages = 300, kHalf = kMessages / 2;
+    constexpr OpTag kPosted{kMessages, 0}, kGo{kMessages + 1, 0};  // the receiver's signals
+    std::vector<size_t> sizes;
+    for (uint32_t i = 0; i < kMessages; ++i) sizes.push_back((size_t{i} * 7'919) % (size_t{200} << 10));
+    const absl::Time deadline = absl::Now() + absl::Seconds(60);
+    uint8_t signal = 1;
+    if (context.rank == 0) {
+      // Sends messages [from, to) from the last to the first, each once the previous one is done.
+      auto send_backwards = [&](uint32_t from, uint32_t to) -> absl::Status {
+        for (uint32_t i = to; i-- > from;) {
+          std::vector<uint8_t> message(sizes[i]);
+          FillPattern(message.data(), sizes[i], SeedOf(0, 1, i));
+          if (absl::Status s = transport.Send(1, message.data(), sizes[i], MemoryType::kHost, OpTag{i, 0})->Wait(deadline);
+              !s.ok()) {
+            return s;
+          }
+        }
+        return absl::OkStatus();
+      };
+      if (absl::Status s = transport.Recv(1, &signal, 1, MemoryType::kHost, kPosted)->Wait(deadline); !s.ok()) return s;
+      if (absl::Status s = send_backwards(kHalf, kMessages); !s.ok()) return s;
+      if (absl::Status s = transport.Recv(1, &signal, 1, MemoryType::kHost, kGo)->Wait(deadline); !s.ok()) return s;
+      return send_backwards(0, kHalf);
+    }
+    std::vector<std::vector<uint8_t>> incoming;
+    std::vector<std::shared_ptr<Request>> receives;
+    for (uint32_t i = 0; i < kMessages; ++i) {
+      incoming.emplace_back(sizes[i]);
+      receives.push_back(transport.Recv(0, incoming[i].data(), sizes[i], MemoryType::kHost, OpTag{i, 0}));
+    }
+    // Waits for messages [from, to) from the last to the first, as they are sent, and checks them.
+    auto receive_backwards = [&](uint32_t from, uint32_t to) -> absl::Status {
+      for (uint32_t i = to; i-- > from;) {
+        if (absl::Status s = receives[i]->Wait(deadline); !s.ok()) return s;
+        auto what = absl::StrCat("message ", i, " (", sizes[i], " bytes)");
+        if (absl::Status s = VerifyPattern(incoming[i].data(), sizes[i], SeedOf(0, 1, i), what); !s.ok()) return s;
+      }
+      return absl::OkStatus();
+    };
+    if (absl::Status s = transport.Send(0, &signal, 1, MemoryType::kHost, kPosted)->Wait(deadline); !s.ok()) return s;
+    if (absl::Status s = receive_backwards(kHalf, kMessages); !s.ok()) return s;
+    for (uint32_t i = 0; i < kHalf; ++i) {
+      if (receives[i]->Test()) {
+        return absl::InternalError(absl::StrCat("the receive of message ", i, " completed before it was sent: ",
+                                                receives[i]->Wait(deadline).ToString()));
+      }
+    }
+    if (absl::Status s = transport.Send(0, &signal, 1, MemoryType::kHost, kGo)->Wait(deadline); !s.ok()) return s;
+    return receive_backwards(0, kHalf);
   });
   ExpectRanksSucceeded(outcomes);
 }
