@@ -1,7 +1,8 @@
 // Messages between real processes over real UCX on this host: every size class, many at once,
-// hundreds of receives pending while their messages come one by one, up to eight ranks, two communicators side by side, multi-part messages, over TCP and over
-// shared memory, directly and through the staged path (host buffers with memcpy staging), with
-// and without staging copy wake-ups.
+// hundreds of receives pending while their messages come one by one, up to eight ranks, two
+// communicators side by side, multi-part messages, over TCP and over shared memory, directly
+// and through the staged path (host buffers with memcpy staging), with and without staging
+// copy wake-ups.
 #include <gtest/gtest.h>
 
 #include <thread>
