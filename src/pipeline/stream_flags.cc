@@ -3,30 +3,13 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "transport/cuda_driver.h"
 
 namespace ucclzip::pipeline {
-namespace {
-
-// The driver's entry point is found through the runtime, so that nothing links libcuda
-// directly: binaries must still start on machines without a driver (CI), where no device
-// call is made.
-absl::StatusOr<PFN_cuStreamWaitValue32_v8000> FindWaitValue() {
-  void* function = nullptr;
-  cudaDriverEntryPointQueryResult found = cudaDriverEntryPointSymbolNotFound;
-  cudaError_t err = cudaGetDriverEntryPointByVersion("cuStreamWaitValue32", &function, 12000, cudaEnableDefault, &found);
-  if (err != cudaSuccess || found != cudaDriverEntryPointSuccess || function == nullptr) {
-    cudaGetLastError();
-    return absl::FailedPreconditionError(absl::StrCat(
-        "the CUDA driver offers no cuStreamWaitValue32 (stream memory operations, CUDA 12 or later): ",
-        cudaGetErrorString(err)));
-  }
-  return reinterpret_cast<PFN_cuStreamWaitValue32_v8000>(function);
-}
-
-}  // namespace
 
 absl::StatusOr<std::unique_ptr<StreamFlags>> StreamFlags::Create() {
-  absl::StatusOr<PFN_cuStreamWaitValue32_v8000> wait_value = FindWaitValue();
+  // Stream memory operations came with CUDA 12 in every driver.
+  absl::StatusOr<void*> wait_value = transport::FindDriverFunction("cuStreamWaitValue32", 12000);
   if (!wait_value.ok()) return wait_value.status();
   void* host = nullptr;
   if (cudaError_t err = cudaHostAlloc(&host, kCount * sizeof(uint32_t), cudaHostAllocMapped); err != cudaSuccess) {
@@ -40,7 +23,8 @@ absl::StatusOr<std::unique_ptr<StreamFlags>> StreamFlags::Create() {
     cudaFreeHost(host);
     return absl::InternalError(absl::StrCat("device address of the stream flags: ", cudaGetErrorString(err)));
   }
-  return std::unique_ptr<StreamFlags>(new StreamFlags(static_cast<uint32_t*>(host), static_cast<uint32_t*>(device), *wait_value));
+  return std::unique_ptr<StreamFlags>(new StreamFlags(static_cast<uint32_t*>(host), static_cast<uint32_t*>(device),
+                                                        reinterpret_cast<PFN_cuStreamWaitValue32_v8000>(*wait_value)));
 }
 
 StreamFlags::~StreamFlags() { cudaFreeHost(host_); }

@@ -6,6 +6,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <random>
 #include <thread>
@@ -13,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "logging/logging.h"
+#include "transport/direct_allocations.h"
 #include "transport/event_fd.h"
 #include "transport/staging_path.h"
 #include "transport/status_context.h"
@@ -199,8 +201,27 @@ absl::Status Transport::Validate(Op& op, MemoryType type) const {
   return absl::OkStatus();
 }
 
+bool Transport::AtRecycledDeviceAddresses(const Op& op) const {
+  if (op.memory.type != MemoryType::kDevice || !device_memory_direct()) return false;
+  absl::StatusOr<DeviceAllocation> allocation = FindDeviceAllocation(op.data);
+  if (!allocation.ok()) {
+    // Staging is safe for any device buffer; going directly is not, for an unknown one.
+    UCCLZIP_LOG(kWarning) << op.Describe() << ": staging a device buffer the driver cannot place: " << allocation.status();
+    return true;
+  }
+  if (ProcessDirectAllocations().Admit(*allocation)) return false;
+  // Once per process: an application that frees and reallocates every step would flood the log.
+  static std::atomic<bool> told{false};
+  if (!told.exchange(true)) {
+    UCCLZIP_LOG(kWarning) << op.Describe() << ": the device buffer at 0x" << absl::StrCat(absl::Hex(allocation->base)) << " ("
+                          << allocation->size << " B) reuses the addresses of a freed buffer that went to a peer "
+                          << "directly, so it is staged through host memory, and so will every such buffer be; "
+                          << "keeping buffers allocated (a caching allocator) keeps them direct (docs/TRANSPORT.md)";
+  }
+  return true;
+}
+
 absl::Status Transport::PrepareDeviceStaging(int device) {
-  if (device_memory_direct()) return absl::OkStatus();
   absl::StatusOr<StagingPath*> path = StagingPathFor(MemoryType::kDevice, device);
   if (!path.ok()) {
     return absl::Status(path.status().code(), absl::StrCat("rank ", rank_, ": preparing staging for device ", device, ": ",
@@ -225,7 +246,7 @@ std::shared_ptr<Request> Transport::Post(OpKind kind, int peer, uint8_t* data, s
     request->Complete(valid);
     return request;
   }
-  op->staged = bytes > 0 && Stages(type);
+  op->staged = bytes > 0 && (Stages(type) || AtRecycledDeviceAddresses(*op));
   CutIntoBlocks(*op, *options_.block_bytes);
   absl::Status refused;
   {

@@ -81,7 +81,8 @@ class Transport {
   // Creates the pinned staging pool for `device` now instead of on the first staged transfer.
   // A caller that is about to queue work which waits on transfers (the pipeline's stream
   // waits) calls it first, because a page-locked allocation may wait for the device to idle.
-  // Does nothing where UCX takes device memory itself.
+  // Where UCX takes device memory itself the pool is still made, for buffers at recycled
+  // addresses (direct_allocations.h).
   absl::Status PrepareDeviceStaging(int device);
 
   // The first peer failure this rank saw (a dead process, a broken connection, a timeout), or
@@ -132,6 +133,9 @@ class Transport {
                                 CompletionCallback on_complete);
   // Checks a posted op and records what its buffer is.
   absl::Status Validate(Op& op, MemoryType type) const;
+  // True for a device buffer that UCX would take itself but whose addresses belonged to another
+  // allocation that went directly before (direct_allocations.h): it is staged instead.
+  bool AtRecycledDeviceAddresses(const Op& op) const;
 
   // Progress thread.
   void ProgressLoop();

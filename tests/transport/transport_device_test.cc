@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "common/gpu_test.h"
+#include "transport/direct_allocations.h"
 #include "transport/rank_helpers.h"
 
 namespace ucclzip::testing {
@@ -71,6 +72,33 @@ TEST_P(DeviceBuffers, ArriveIntactThroughStagingOrDirectly) {
     return absl::OkStatus();
   });
   ExpectRanksSucceeded(outcomes);
+}
+
+// The driver's half of telling recycled addresses apart (direct_allocations.h): it places a
+// pointer inside its allocation, and a new allocation at a freed one's addresses has another id.
+TEST(DeviceAllocations, TheDriverTellsANewAllocationAtRecycledAddressesApart) {
+  UCCLZIP_SKIP_WITHOUT_GPU();
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  const size_t bytes = size_t{3} << 20;
+  void* first = nullptr;
+  ASSERT_EQ(cudaMalloc(&first, bytes), cudaSuccess);
+  absl::StatusOr<transport::DeviceAllocation> before = transport::FindDeviceAllocation(static_cast<uint8_t*>(first) + 4097);
+  ASSERT_TRUE(before.ok()) << before.status();
+  EXPECT_EQ(before->base, reinterpret_cast<uintptr_t>(first));
+  EXPECT_GE(before->size, bytes);
+  ASSERT_EQ(cudaFree(first), cudaSuccess);
+  void* second = nullptr;
+  ASSERT_EQ(cudaMalloc(&second, bytes), cudaSuccess);
+  absl::StatusOr<transport::DeviceAllocation> after = transport::FindDeviceAllocation(second);
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_NE(after->buffer_id, before->buffer_id);
+  transport::DirectAllocations allocations;
+  EXPECT_TRUE(allocations.Admit(*before));
+  // The driver hands the freed addresses out again (as the hang needed); where it does not,
+  // the new allocation is disjoint and goes directly, which is right too.
+  const bool overlaps = after->base < before->base + before->size && before->base < after->base + after->size;
+  EXPECT_EQ(allocations.Admit(*after), !overlaps) << "first " << first << ", second " << second;
+  ASSERT_EQ(cudaFree(second), cudaSuccess);
 }
 
 INSTANTIATE_TEST_SUITE_P(, DeviceBuffers,
