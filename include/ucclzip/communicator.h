@@ -67,6 +67,8 @@ struct CommunicatorOptions {
   std::optional<size_t> block_bytes;
   // Pinned host memory for staging device buffers when UCX cannot take them (allocated once,
   // on first use, half for sends and half for receives); at least one block per direction.
+  // Where UCX takes CUDA memory it is allocated too, on the first device operation, for buffers
+  // that reuse a freed buffer's addresses (docs/TRANSPORT.md, "Known gaps").
   size_t staging_pool_bytes = size_t{64} << 20;
   // Whether the transport's progress thread sleeps while staging copies run, woken by each
   // copy's completion, instead of polling the copies. Polling keeps one core busy per
@@ -171,6 +173,10 @@ struct CommunicatorStats {
   uint64_t transport_messages_received = 0;
   double codec_seconds = 0;             // CPU codec time, or GPU encode/decode from launch to done
   double transfer_seconds = 0;          // from first post to last completion, summed over messages
+  // Device bytes sent or received through pinned host memory although UCX takes CUDA memory,
+  // because their buffer reuses the addresses of a freed one that went to a peer directly
+  // (docs/TRANSPORT.md, "Known gaps"): nonzero means such buffers move at the staged rate.
+  uint64_t recycled_device_bytes_staged = 0;
   // Payload over wire bytes of what this rank sent; 1 when nothing was sent.
   double send_ratio() const {
     return wire_bytes_sent == 0 ? 1.0 : static_cast<double>(payload_bytes_sent) / wire_bytes_sent;

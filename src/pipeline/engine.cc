@@ -238,8 +238,13 @@ void Engine::Submit(std::vector<OperationSpec> specs) {
 }
 
 CommunicatorStats Engine::stats() const {
-  absl::MutexLock lock(&mutex_);
-  return published_stats_;
+  CommunicatorStats stats;
+  {
+    absl::MutexLock lock(&mutex_);
+    stats = published_stats_;
+  }
+  for (const auto& lane : lanes_.All()) stats.recycled_device_bytes_staged += lane->recycled_device_bytes_staged();
+  return stats;
 }
 
 void Engine::Wake() {

@@ -201,15 +201,17 @@ absl::Status Transport::Validate(Op& op, MemoryType type) const {
   return absl::OkStatus();
 }
 
-bool Transport::AtRecycledDeviceAddresses(const Op& op) const {
+bool Transport::AtRecycledDeviceAddresses(const Op& op) {
   if (op.memory.type != MemoryType::kDevice || !device_memory_direct()) return false;
   absl::StatusOr<DeviceAllocation> allocation = FindDeviceAllocation(op.data);
   if (!allocation.ok()) {
     // Staging is safe for any device buffer; going directly is not, for an unknown one.
     UCCLZIP_LOG(kWarning) << op.Describe() << ": staging a device buffer the driver cannot place: " << allocation.status();
+    recycled_device_bytes_staged_.fetch_add(op.bytes, std::memory_order_relaxed);
     return true;
   }
   if (ProcessDirectAllocations().Admit(*allocation)) return false;
+  recycled_device_bytes_staged_.fetch_add(op.bytes, std::memory_order_relaxed);
   // Once per process: an application that frees and reallocates every step would flood the log.
   static std::atomic<bool> told{false};
   if (!told.exchange(true)) {

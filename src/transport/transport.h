@@ -65,6 +65,9 @@ class Transport {
     return type == MemoryType::kDevice ? !device_memory_direct() : options_.stage_host_memory;
   }
   const TransportOptions& options() const { return options_; }
+  // Device bytes posted since creation that were staged although UCX takes device memory:
+  // at recycled addresses, or in an allocation the driver could not place.
+  uint64_t recycled_device_bytes_staged() const { return recycled_device_bytes_staged_.load(std::memory_order_relaxed); }
   // options().wait_spin as resolved for this machine: how long waiters busy-poll.
   absl::Duration wait_spin() const { return spin_.wait_spin; }
 
@@ -135,7 +138,7 @@ class Transport {
   absl::Status Validate(Op& op, MemoryType type) const;
   // True for a device buffer that UCX would take itself but whose addresses belonged to another
   // allocation that went directly before (direct_allocations.h): it is staged instead.
-  bool AtRecycledDeviceAddresses(const Op& op) const;
+  bool AtRecycledDeviceAddresses(const Op& op);
 
   // Progress thread.
   void ProgressLoop();
@@ -208,6 +211,7 @@ class Transport {
   bool shut_down_ = false;  // owner thread only
   std::atomic<uint64_t> bytes_sent_{0};
   std::atomic<uint64_t> bytes_received_{0};
+  std::atomic<uint64_t> recycled_device_bytes_staged_{0};
 
   // Progress thread only.
   std::list<std::unique_ptr<Op>> active_;
