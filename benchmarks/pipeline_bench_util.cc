@@ -1,6 +1,7 @@
 #include "pipeline_bench_util.h"
 
 #include <algorithm>
+#include <numeric>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
@@ -68,6 +69,10 @@ absl::StatusOr<std::vector<double>> GatherDoubles(Communicator& comm, const std:
 }
 
 absl::Status Barrier(Communicator& comm) { return GatherDoubles(comm, {0.0}).status(); }
+
+double Mean(const std::vector<double>& values) {
+  return values.empty() ? 0 : std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
+}
 
 double Median(std::vector<double> values) {
   std::sort(values.begin(), values.end());

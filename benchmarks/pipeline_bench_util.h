@@ -40,6 +40,7 @@ absl::StatusOr<std::vector<double>> GatherDoubles(Communicator& comm, const std:
 absl::Status Barrier(Communicator& comm);
 
 double Median(std::vector<double> values);
+double Mean(const std::vector<double>& values);
 
 // Bytes in host or device memory (device when `device`), copied from `contents`.
 class TensorBuffer {

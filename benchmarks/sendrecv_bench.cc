@@ -75,6 +75,7 @@ absl::Status Exchange(Communicator& comm, bool oneway, const void* out, const st
 
 struct ModeResult {
   double time_us = 0;    // the slowest rank's median
+  double mean_us = 0;    // the slowest rank's mean: where call times fall in two groups, the median lands in either
   uint64_t wrong = 0;
   double ratio = 1;      // payload over wire bytes of the messages
   uint64_t saved = 0;    // wire bytes saved per message
@@ -86,12 +87,12 @@ struct ModeResult {
 
 // What one rank saw of one mode, in the order GatherDoubles carries it.
 struct RankTotals {
-  double median_us = 0, wrong = 0, payload = 0, wire = 0, codec_seconds = 0, frames = 0;
-  static constexpr size_t kFields = 6;
+  double median_us = 0, mean_us = 0, wrong = 0, payload = 0, wire = 0, codec_seconds = 0, frames = 0;
+  static constexpr size_t kFields = 7;
   void AppendTo(std::vector<double>& out) const {
-    out.insert(out.end(), {median_us, wrong, payload, wire, codec_seconds, frames});
+    out.insert(out.end(), {median_us, mean_us, wrong, payload, wire, codec_seconds, frames});
   }
-  static RankTotals From(const double* in) { return {in[0], in[1], in[2], in[3], in[4], in[5]}; }
+  static RankTotals From(const double* in) { return {in[0], in[1], in[2], in[3], in[4], in[5], in[6]}; }
 };
 
 absl::StatusOr<std::vector<ModeResult>> MeasureSize(Communicator& comm, bool oneway, uint64_t bytes, DataType dtype,
@@ -149,6 +150,7 @@ absl::StatusOr<std::vector<ModeResult>> MeasureSize(Communicator& comm, bool one
   std::vector<double> mine;
   for (size_t m = 0; m < modes.size(); ++m) {
     totals[m].median_us = Median(times[m]);
+    totals[m].mean_us = Mean(times[m]);
     totals[m].AppendTo(mine);
   }
   absl::StatusOr<std::vector<double>> all = GatherDoubles(comm, mine);
@@ -161,6 +163,7 @@ absl::StatusOr<std::vector<ModeResult>> MeasureSize(Communicator& comm, bool one
     for (int r = 0; r < size; ++r) {
       const RankTotals t = RankTotals::From(all->data() + (r * modes.size() + m) * RankTotals::kFields);
       result.time_us = std::max(result.time_us, t.median_us);
+      result.mean_us = std::max(result.mean_us, t.mean_us);
       result.wrong += static_cast<uint64_t>(t.wrong);
       payload += t.payload;
       wire += t.wire;
@@ -215,12 +218,12 @@ void PrintRow(bool json, bool oneway, const Communicator& comm, uint64_t bytes, 
                 : absl::StrFormat("\"codec_us\":%.1f", r.codec_us)) +
         absl::StrFormat(",\"codec_block_us\":%.1f", r.codec_block_us);
     std::printf("{\"bench\":\"sendrecv\",\"size\":%llu,\"count\":%llu,\"type\":\"%s\",\"compress\":\"%s\","
-                "\"time_us\":%.2f,\"algbw_GBps\":%.4f,\"busbw_GBps\":%.4f,\"ratio\":%.4f,\"wire_saved\":%llu,%s,"
+                "\"time_us\":%.2f,\"mean_us\":%.2f,\"algbw_GBps\":%.4f,\"busbw_GBps\":%.4f,\"ratio\":%.4f,\"wire_saved\":%llu,%s,"
                 "\"vs_first\":%.4f,\"first\":\"%s\",\"wrong\":%llu,\"ranks\":%d,\"memory\":\"%s\",\"tls\":\"%s\","
                 "\"pattern\":\"%s\",\"window\":%d,\"dist\":\"%s\",\"pipeline_block\":%zu,\"block\":%zu,\"path\":\"%s\"}\n",
                 static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(count), DataTypeName(dtype),
-                CompressionName(modes[m]), r.time_us, algbw, algbw, r.ratio, static_cast<unsigned long long>(r.saved),
-                codec.c_str(), vs_first, CompressionName(modes[0]), wrong, comm.size(),
+                CompressionName(modes[m]), r.time_us, r.mean_us, algbw, algbw, r.ratio,
+                static_cast<unsigned long long>(r.saved), codec.c_str(), vs_first, CompressionName(modes[0]), wrong, comm.size(),
                 absl::GetFlag(FLAGS_memory).c_str(),
                 options.ucx_transports.empty() ? "default" : options.ucx_transports.c_str(),
                 oneway ? "oneway" : "shift", absl::GetFlag(FLAGS_window), absl::GetFlag(FLAGS_dist).c_str(), options.pipeline_block_bytes,
