@@ -1,9 +1,14 @@
 // The throughput of one kind of block on a link: bytes finished over the time the link spent on
 // them. The caller passes each block's time, its share of the link (LinkShare), so that blocks
 // queued behind others are charged only for their own turn, blocks moved together each for its
-// own bytes, and overlapping blocks are not counted twice. Samples of at least kSampleBytes are
-// folded into a moving average. Pipeline thread only; times are passed in, so tests can drive
-// it with any clock.
+// own bytes, and overlapping blocks are not counted twice. Samples of at least kSampleBytes and
+// two items are folded into moving averages of their bytes and of their time, and the rate is
+// the one over the other. Two blocks that moved together finish apart by microseconds, the
+// second's turn: taken alone, a block of a sample's size would be one sample at half the link's
+// speed and the next at tens of times it, and an average of such rates comes out at many times
+// the link's (docs/PIPELINE.md, "Compress or not"; likely why plain blocks over staged tcp on the
+// H200 seemed to move at 13-69 GB/s on a 5 GB/s link: benchmarks/RESULTS.md, run s11-2).
+// Pipeline thread only; times are passed in, so tests can drive it with any clock.
 #pragma once
 
 #include <cstdint>
@@ -18,8 +23,10 @@ class RateMeter {
   // `skip_first`: the first sample is left out (below).
   explicit RateMeter(bool skip_first = true) : skip_first_(skip_first) {}
 
-  // Bytes a sample covers before it is folded in (a few blocks: one block's time is noisy).
+  // Bytes and items a sample covers before it is folded in (a few blocks: one block's time is
+  // noisy, and the send window keeps two on the link).
   static constexpr uint64_t kSampleBytes = uint64_t{8} << 20;
+  static constexpr int kSampleItems = 2;
   // Weight of a new sample in the average.
   static constexpr double kWeight = 0.3;
 
@@ -31,9 +38,11 @@ class RateMeter {
     --active_;
     bytes_ += bytes;
     busy_ += service;
-    // A sample every kSampleBytes, or at an idle moment once an eighth of that is done (fewer
-    // bytes are dominated by latency, not throughput).
-    if (bytes_ < kSampleBytes && (active_ > 0 || bytes_ < kSampleBytes / 8)) return;
+    ++items_;
+    // A sample every kSampleBytes and kSampleItems, or at an idle moment once an eighth of the
+    // bytes are done (fewer bytes are dominated by latency, not throughput).
+    const bool full = bytes_ >= kSampleBytes && items_ >= kSampleItems;
+    if (!full && (active_ > 0 || bytes_ < kSampleBytes / 8)) return;
     const double seconds = absl::ToDoubleSeconds(busy_);
     // The first sample holds the first item, which pays what happens once (endpoints wired up,
     // memory registered or mapped for IPC, kernels loaded): it is no sample of throughput, and a
@@ -42,21 +51,30 @@ class RateMeter {
     if (skip_first_) {
       skip_first_ = false;
     } else if (seconds > 0) {
-      const double rate = static_cast<double>(bytes_) / seconds;
-      rate_ = rate_ ? (1 - kWeight) * *rate_ + kWeight * rate : rate;
+      const double bytes = static_cast<double>(bytes_);
+      average_bytes_ = sampled_ ? (1 - kWeight) * average_bytes_ + kWeight * bytes : bytes;
+      average_seconds_ = sampled_ ? (1 - kWeight) * average_seconds_ + kWeight * seconds : seconds;
+      sampled_ = true;
     }
     bytes_ = 0;
+    items_ = 0;
     busy_ = absl::ZeroDuration();
   }
   // Bytes per second, once a sample was taken.
-  std::optional<double> rate() const { return rate_; }
+  std::optional<double> rate() const {
+    if (!sampled_ || average_seconds_ <= 0) return std::nullopt;
+    return average_bytes_ / average_seconds_;
+  }
 
  private:
   int active_ = 0;
   bool skip_first_;
   absl::Duration busy_ = absl::ZeroDuration();
   uint64_t bytes_ = 0;
-  std::optional<double> rate_;
+  int items_ = 0;
+  bool sampled_ = false;
+  double average_bytes_ = 0;
+  double average_seconds_ = 0;
 };
 
 }  // namespace ucclzip::pipeline
