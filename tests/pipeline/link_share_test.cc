@@ -37,9 +37,10 @@ TEST(LinkShare, BeforeAKindsSpeedIsKnownAFinishingBlockTakesItsWholeTurn) {
 
 // Blocks of a whole sample each (16 MB, the default pipeline block), two on the link at a time,
 // moved together: each pair finishes after the 6.4 ms of the two at 5 GB/s, its blocks 90 us
-// apart. The first block's sample is the pair's time, the second's the 90 us between them; an
-// average of the samples' rates made that 2.6 and 186 GB/s into tens of GB/s (H200 run s11-2:
-// plain blocks over staged tcp seemed to move at 13-69 GB/s). The rate is the link's.
+// apart. Sampled block by block, the first block's sample is the pair's time, the second's the
+// 90 us between them, and an average of the samples' rates made 2.6 and 186 GB/s into 110 GB/s
+// (likely why plain blocks over staged tcp on the H200 seemed to move at 13-69 GB/s, run
+// s11-2). The rate is the link's.
 TEST(LinkShare, PairsOfWholeSampleBlocksMovedTogetherAverageToTheLinksSpeed) {
   constexpr uint64_t kBlock = 16 * kMB;
   constexpr double kRate = 5e9;
