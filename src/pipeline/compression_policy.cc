@@ -34,7 +34,7 @@ bool CompressionPolicy::ShouldCompress(CompressionMode mode, DataType dtype, uin
                         << " memory now go " << (pays ? "compressed" : "plain") << " (plain "
                         << Estimate(plain_rate(peer, memory), 1e9, " GB/s") << ", compressed "
                         << Estimate(compressed_rate(peer, memory), 1e9, " GB/s") << ", codec "
-                        << Estimate(memory == transport::MemoryType::kHost ? host_codec_rate_ : device_codec_rate(), 1e9,
+                        << Estimate(memory == transport::MemoryType::kHost ? host_codec_.rate() : device_codec_rate(), 1e9,
                                     " GB/s")
                         << ")";
     path.last_choice = pays;
@@ -52,7 +52,9 @@ bool CompressionPolicy::ExpectedToPay(int peer, transport::MemoryType memory) co
   if (!plain) return false;  // plain blocks first: they cost no codec time
   std::optional<double> compressed = compressed_rate(peer, memory);
   if (!compressed) return true;  // then frames
-  if (memory == transport::MemoryType::kHost && host_codec_rate_) compressed = std::min(*compressed, *host_codec_rate_);
+  if (const std::optional<double> host_codec = host_codec_.rate(); memory == transport::MemoryType::kHost && host_codec) {
+    compressed = std::min(*compressed, *host_codec);
+  }
   if (memory == transport::MemoryType::kDevice && device_codec_.rate()) {
     compressed = std::min(*compressed, *device_codec_.rate());
   }
@@ -77,10 +79,7 @@ void CompressionPolicy::SampleHostCodec() {
   if (host_frame_bytes_ < RateMeter::kSampleBytes) return;
   // Bytes with no codec time behind them make no sample (every frame the host path sends has
   // an encode or a decode).
-  if (const double seconds = absl::ToDoubleSeconds(host_codec_time_); seconds > 0) {
-    const double rate = static_cast<double>(host_frame_bytes_) / seconds;
-    host_codec_rate_ = host_codec_rate_ ? (1 - RateMeter::kWeight) * *host_codec_rate_ + RateMeter::kWeight * rate : rate;
-  }
+  host_codec_.Add(static_cast<double>(host_frame_bytes_), absl::ToDoubleSeconds(host_codec_time_));
   host_frame_bytes_ = 0;
   host_codec_time_ = absl::ZeroDuration();
 }

@@ -141,7 +141,7 @@ class CompressionPolicy {
   // the next sample covers; and the decodes since the last host send, which go with the next
   // frame, or are dropped if a plain block comes first (a rank that sends plainly has no frame
   // to charge them to).
-  std::optional<double> host_codec_rate_;
+  ByteTimeAverage host_codec_;
   // The device codec's rate, and when the last encode it has seen ended.
   RateMeter device_codec_;
   absl::Time device_codec_free_ = absl::InfinitePast();

@@ -18,6 +18,32 @@
 
 namespace ucclzip::pipeline {
 
+// Moving averages of samples' bytes and of their time, whose quotient is the rate: unlike an
+// average of the samples' rates, a sample of little time cannot pull it far up (see above).
+class ByteTimeAverage {
+ public:
+  // Weight of a new sample in the averages.
+  static constexpr double kWeight = 0.3;
+
+  // A sample of no time says nothing of a rate and is left out.
+  void Add(double bytes, double seconds) {
+    if (seconds <= 0) return;
+    bytes_ = sampled_ ? (1 - kWeight) * bytes_ + kWeight * bytes : bytes;
+    seconds_ = sampled_ ? (1 - kWeight) * seconds_ + kWeight * seconds : seconds;
+    sampled_ = true;
+  }
+  // Bytes per second, once a sample was added.
+  std::optional<double> rate() const {
+    if (!sampled_) return std::nullopt;
+    return bytes_ / seconds_;
+  }
+
+ private:
+  bool sampled_ = false;
+  double bytes_ = 0;
+  double seconds_ = 0;
+};
+
 class RateMeter {
  public:
   // `skip_first`: the first sample is left out (below).
@@ -27,8 +53,6 @@ class RateMeter {
   // noisy, and the send window keeps two on the link).
   static constexpr uint64_t kSampleBytes = uint64_t{8} << 20;
   static constexpr int kSampleItems = 2;
-  // Weight of a new sample in the average.
-  static constexpr double kWeight = 0.3;
 
   void Begin() { ++active_; }
   // One item that Begin started is over: `bytes` of it were done (0 for a failed one) in
@@ -50,21 +74,15 @@ class RateMeter {
     // item alone: items that moved together with it (LinkShare) may hold its time.
     if (skip_first_) {
       skip_first_ = false;
-    } else if (seconds > 0) {
-      const double bytes = static_cast<double>(bytes_);
-      average_bytes_ = sampled_ ? (1 - kWeight) * average_bytes_ + kWeight * bytes : bytes;
-      average_seconds_ = sampled_ ? (1 - kWeight) * average_seconds_ + kWeight * seconds : seconds;
-      sampled_ = true;
+    } else {
+      average_.Add(static_cast<double>(bytes_), seconds);
     }
     bytes_ = 0;
     items_ = 0;
     busy_ = absl::ZeroDuration();
   }
   // Bytes per second, once a sample was taken.
-  std::optional<double> rate() const {
-    if (!sampled_ || average_seconds_ <= 0) return std::nullopt;
-    return average_bytes_ / average_seconds_;
-  }
+  std::optional<double> rate() const { return average_.rate(); }
 
  private:
   int active_ = 0;
@@ -72,9 +90,7 @@ class RateMeter {
   absl::Duration busy_ = absl::ZeroDuration();
   uint64_t bytes_ = 0;
   int items_ = 0;
-  bool sampled_ = false;
-  double average_bytes_ = 0;
-  double average_seconds_ = 0;
+  ByteTimeAverage average_;
 };
 
 }  // namespace ucclzip::pipeline
