@@ -123,6 +123,12 @@ struct CommunicatorOptions {
   // memory, none allocated after that, about 448 MB per peer with the defaults
   // (docs/PIPELINE.md, "Resources").
   int device_slots = 2;
+  // Where UCX stages device memory (a host-only UCX), each receive slot also holds a pinned host
+  // frame, in which the blocks that this rank forwards (the middle of a broadcast chain, every
+  // rank of an allgather ring) land, leave from and are copied to the device beside that: the
+  // forward waits for no copy through the GPU and makes none. That pins (device_slots + 2)
+  // pipeline blocks per peer, 64 MB with the defaults. false forwards through the GPU instead.
+  bool forward_from_host = true;
   // Threads of the CPU codec, which codes the blocks of host buffers, the pipeline thread
   // included; 0 means DefaultHostCodecThreads() (include/ucclzip/codec.h): half the cores, at
   // most 8. One block's frame is spread over them, so the host path codes about this many
@@ -177,6 +183,9 @@ struct CommunicatorStats {
   // because their buffer reuses the addresses of a freed one that went to a peer directly
   // (docs/TRANSPORT.md, "Known gaps"): nonzero means such buffers move at the staged rate.
   uint64_t recycled_device_bytes_staged = 0;
+  // Device blocks this rank forwarded (rings, chains) from pinned host memory, where they
+  // landed, rather than through the GPU: where UCX stages device memory, every forwarded block.
+  uint64_t blocks_forwarded_from_host = 0;
   // Payload over wire bytes of what this rank sent; 1 when nothing was sent.
   double send_ratio() const {
     return wire_bytes_sent == 0 ? 1.0 : static_cast<double>(payload_bytes_sent) / wire_bytes_sent;

@@ -22,7 +22,9 @@ std::string OptionsSummary(const pipeline::TransportLanes& lanes) {
                                                                      : "off";
   return absl::StrCat("UCX transports ", o.ucx_transports.empty() ? "UCX's choice" : o.ucx_transports, ", device memory ",
                       lanes.device_memory_direct() ? "direct" : "staged",
-                      o.staging_copy_wakeups ? " (copies wake the progress thread)" : "", ", transport lanes ",
+                      o.staging_copy_wakeups ? " (copies wake the progress thread)" : "",
+                      !lanes.device_memory_direct() && o.forward_from_host ? ", forwarded from the host" : "",
+                      ", transport lanes ",
                       o.transport_lanes, ", compression ", compression,
                       ", pipeline blocks ", o.pipeline_block_bytes, " B, transport blocks ", *o.block_bytes,
                       " B, op timeout ", absl::FormatDuration(o.op_timeout));

@@ -18,12 +18,13 @@ void Destroy(DeviceSlot& slot) {
   if (slot.frame != nullptr) cudaFree(slot.frame);
   if (slot.scratch != nullptr) cudaFree(slot.scratch);
   if (slot.head != nullptr) cudaFreeHost(slot.head);
+  if (slot.host_frame != nullptr) cudaFreeHost(slot.host_frame);
   if (slot.split_done != nullptr) cudaEventDestroy(slot.split_done);
   if (slot.codec_done != nullptr) cudaEventDestroy(slot.codec_done);
   if (slot.stream != nullptr) cudaStreamDestroy(slot.stream);
 }
 
-absl::Status Init(DeviceSlot& slot, uint64_t block_bytes, bool with_scratch) {
+absl::Status Init(DeviceSlot& slot, uint64_t block_bytes, SlotExtras extras) {
   // A block holds block_bytes of one type: fp8 gives the most elements (the codec's bound), and
   // each type's frame and head are sized from its own element count.
   absl::StatusOr<std::unique_ptr<GpuCodec>> codec = GpuCodec::Create(block_bytes);
@@ -38,8 +39,16 @@ absl::Status Init(DeviceSlot& slot, uint64_t block_bytes, bool with_scratch) {
     slot.head_capacity = std::max(slot.head_capacity, MaxFrameHeadBytes(dtype, elements));
   }
   if (absl::Status s = CudaCheck(cudaMalloc(reinterpret_cast<void**>(&slot.frame), slot.frame_capacity), "cudaMalloc frame"); !s.ok()) return s;
-  if (with_scratch) {
+  if (extras.scratch) {
     if (absl::Status s = CudaCheck(cudaMalloc(reinterpret_cast<void**>(&slot.scratch), block_bytes), "cudaMalloc scratch"); !s.ok()) {
+      return s;
+    }
+  }
+  if (extras.host_frame) {
+    if (absl::Status s = CudaCheck(cudaHostAlloc(reinterpret_cast<void**>(&slot.host_frame), slot.frame_capacity,
+                                                 cudaHostAllocDefault),
+                                   "cudaHostAlloc host frame");
+        !s.ok()) {
       return s;
     }
   }
@@ -61,11 +70,11 @@ absl::Status DeviceSlot::CheckFits(const FramePlan& plan) const {
                                           head_capacity, " bytes)"));
 }
 
-absl::StatusOr<std::unique_ptr<DeviceSlotPool>> DeviceSlotPool::Create(int count, uint64_t block_bytes, bool with_scratch) {
-  std::unique_ptr<DeviceSlotPool> pool(new DeviceSlotPool());
+absl::StatusOr<std::unique_ptr<DeviceSlotPool>> DeviceSlotPool::Create(int count, uint64_t block_bytes, SlotExtras extras) {
+  std::unique_ptr<DeviceSlotPool> pool(new DeviceSlotPool(extras));
   for (int i = 0; i < std::max(count, 1); ++i) {
     pool->slots_.push_back(std::make_unique<DeviceSlot>());
-    if (absl::Status s = Init(*pool->slots_.back(), block_bytes, with_scratch); !s.ok()) return s;
+    if (absl::Status s = Init(*pool->slots_.back(), block_bytes, extras); !s.ok()) return s;
     pool->free_.push_back(pool->slots_.back().get());
   }
   return pool;

@@ -1,9 +1,10 @@
 // Device resources for one pipeline block in flight on the GPU: a codec (its workspace), a
 // frame buffer, a pinned copy of the frame's head, a stream and two events (and for receives a
-// block of scratch, where plain blocks land and partial reductions are formed). A bounded pool of
-// them per direction is allocated once, on the first device operation; the hot path only takes
-// and returns slots. Separate send and receive pools keep sends, which wait for the peer's
-// receives, from starving the receives.
+// block of scratch, where plain blocks land and partial reductions are formed, and, where the
+// transport stages device memory, a pinned host frame, where a block that is forwarded lands). A
+// bounded pool of them per direction is allocated once, on the first device operation; the hot
+// path only takes and returns slots. Separate send and receive pools keep sends, which wait for
+// the peer's receives, from starving the receives.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -27,6 +28,10 @@ struct DeviceSlot {
   uint8_t* frame = nullptr;      // device, frame_capacity bytes
   uint8_t* scratch = nullptr;    // device, one block (receive slots: plain blocks, partial results)
   uint8_t* head = nullptr;       // pinned host, head_capacity bytes: header, table, index
+  // Pinned host, frame_capacity bytes, or null: a received block that this rank forwards lands
+  // here whole (a frame, or a plain block), is sent on from here and copied to the device beside
+  // that, so that a relaying rank's forward waits for no copy through the GPU.
+  uint8_t* host_frame = nullptr;
   uint64_t frame_capacity = 0;
   uint64_t head_capacity = 0;
   cudaEvent_t split_done = nullptr;  // raw plane final (send) / unused (recv)
@@ -37,11 +42,16 @@ struct DeviceSlot {
   absl::Status CheckFits(const FramePlan& plan) const;
 };
 
+// What a pool's slots hold besides a codec, a frame, a head, a stream and events.
+struct SlotExtras {
+  bool scratch = false;     // a block of device scratch
+  bool host_frame = false;  // a pinned host frame
+};
+
 class DeviceSlotPool {
  public:
-  // `count` slots for pipeline blocks of up to `block_bytes` bytes of any compressible type;
-  // `with_scratch` also gives each a block of scratch.
-  static absl::StatusOr<std::unique_ptr<DeviceSlotPool>> Create(int count, uint64_t block_bytes, bool with_scratch);
+  // `count` slots for pipeline blocks of up to `block_bytes` bytes of any compressible type.
+  static absl::StatusOr<std::unique_ptr<DeviceSlotPool>> Create(int count, uint64_t block_bytes, SlotExtras extras);
   ~DeviceSlotPool();
   DeviceSlotPool(const DeviceSlotPool&) = delete;
   DeviceSlotPool& operator=(const DeviceSlotPool&) = delete;
@@ -52,9 +62,12 @@ class DeviceSlotPool {
   // Returns `*slot` (if any) once its stream is idle and clears it: a slot given up after a
   // failure may still have codec work queued.
   void ReleaseIdle(DeviceSlot** slot);
+  // Whether every slot has a pinned host frame.
+  bool host_frames() const { return extras_.host_frame; }
 
  private:
-  DeviceSlotPool() = default;
+  explicit DeviceSlotPool(SlotExtras extras) : extras_(extras) {}
+  const SlotExtras extras_;
   std::vector<std::unique_ptr<DeviceSlot>> slots_;
   std::vector<DeviceSlot*> free_;
 };

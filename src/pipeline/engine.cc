@@ -107,13 +107,18 @@ absl::Status Engine::EnsureDevice(int device) {
   for (int peer = 0; peer < lanes_.size(); ++peer) {
     if (peer == rank_) continue;
     absl::StatusOr<std::unique_ptr<DeviceSlotPool>> s =
-        DeviceSlotPool::Create(options_.device_slots + kEncodeAheadBlocks, block_bytes, false);
+        DeviceSlotPool::Create(options_.device_slots + kEncodeAheadBlocks, block_bytes, SlotExtras{});
     if (!s.ok()) return s.status();
     // A ring forwards a block up to kLinkGroupBlocks places after it arrived and holds its
     // receive slot until then: more receive slots than that per peer keep every ring moving
-    // (docs/COLLECTIVES.md), device_slots more keep its blocks in flight meanwhile.
+    // (docs/COLLECTIVES.md), device_slots more keep its blocks in flight meanwhile. Where device
+    // memory is staged, a block to forward lands in the slot's pinned host frame and leaves from
+    // there (operation_task_recv.cc).
     absl::StatusOr<std::unique_ptr<DeviceSlotPool>> r =
-        DeviceSlotPool::Create(options_.device_slots + static_cast<int>(kLinkGroupBlocks), block_bytes, true);
+        DeviceSlotPool::Create(options_.device_slots + static_cast<int>(kLinkGroupBlocks), block_bytes,
+                               SlotExtras{.scratch = true,
+                                          .host_frame = options_.forward_from_host &&
+                                                        lanes_.Stages(transport::MemoryType::kDevice)});
     if (!r.ok()) return r.status();
     send[peer] = std::move(*s);
     recv[peer] = std::move(*r);

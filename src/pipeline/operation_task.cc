@@ -36,8 +36,10 @@ OperationTask::OperationTask(OperationSpec spec, int world_size)
       recv_blocks_.back().index = b;
     }
   }
+  recv_step_forwarded_.assign(schedule.recvs.size(), false);
   for (const SendStep& step : schedule.sends) {
     if (step.source == SendStep::Source::kChunk) continue;
+    if (step.source == SendStep::Source::kForward) recv_step_forwarded_[step.recv_step] = true;
     for (uint32_t b = 0; b < BlockCount(step.chunk.count, spec_.block_elements); ++b) {
       ++recv_blocks_[recv_step_first_[step.recv_step] + b].consumers;
     }

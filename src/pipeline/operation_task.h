@@ -174,6 +174,9 @@ class OperationTask {
     std::unique_ptr<uint8_t[]> host_frame;
     std::unique_ptr<uint8_t[]> host_scratch;
     DeviceSlot* slot = nullptr;
+    // A block this rank forwards, where the transport stages device memory: it lands whole in
+    // the slot's pinned host frame, leaves from there, and is copied to the device beside that.
+    bool on_host = false;
     // Where the plain bytes landed, or the result is: the output buffer or scratch.
     uint8_t* result = nullptr;
     absl::Time codec_start;
@@ -260,6 +263,14 @@ class OperationTask {
                 PartStream stream, std::shared_ptr<transport::Request>* keep = nullptr);
   // Where block `block` of receive step `step` ends up, or null if it stays in scratch.
   uint8_t* Destination(const RecvStep& step, uint32_t block) const;
+  // Where a received block's bytes land (a frame, or plain elements) and in what memory, and
+  // where a frame's head lands (always host memory).
+  struct Landing {
+    uint8_t* bytes = nullptr;
+    uint8_t* head = nullptr;
+    transport::MemoryType memory = transport::MemoryType::kHost;
+  };
+  Landing LandingOf(const RecvBlock& block) const;
 
   OperationSpec spec_;
   absl::Status status_;
@@ -283,6 +294,7 @@ class OperationTask {
   // frames encoding ahead: their slot taken, their envelope not yet posted.
   std::vector<uint32_t> next_window_;
   std::vector<uint32_t> next_parts_;  // per peer: the next block to post its parts
+  std::vector<bool> recv_step_forwarded_;  // per receive step: a send step forwards its blocks
   bool envelopes_posted_ = false;
 
   enum class CopyStage { kPending, kRunning, kDone };

@@ -43,6 +43,13 @@ uint8_t* OperationTask::Destination(const RecvStep& step, uint32_t block) const 
   return ChunkAddress(*step.into, uint64_t{block} * spec_.block_elements);
 }
 
+OperationTask::Landing OperationTask::LandingOf(const RecvBlock& block) const {
+  if (block.on_host) return Landing{block.slot->host_frame, block.slot->host_frame, MemoryType::kHost};
+  const bool frame = block.header.kind == BlockKind::kFrame;
+  if (block.slot != nullptr) return Landing{frame ? block.slot->frame : block.result, block.slot->head, spec_.memory};
+  return Landing{frame ? block.host_frame.get() : block.result, block.host_frame.get(), spec_.memory};
+}
+
 void OperationTask::PostRecv(TaskContext& context, RecvBlock& block, void* data, uint64_t bytes, MemoryType memory,
                              PartStream stream, std::shared_ptr<transport::Request>* keep) {
   const int peer = spec_.schedule.recvs[block.step].peer;
@@ -193,8 +200,17 @@ bool OperationTask::PostParts(TaskContext& context, RecvBlock& block) {
   if (!InputReady()) return false;
   if (block.header.run_first != block.index) return PostCarried(block);
   const uint64_t bytes = BlockElements(step.count, block.index) * ElementSize(spec_.dtype);
-  const bool direct = block.header.kind == BlockKind::kPlain && step.into && !step.reduce_with;
   const bool frame = block.header.kind == BlockKind::kFrame;
+  // Plain elements whose result is the received elements themselves, in the caller's output.
+  const bool lands_in_output = !frame && step.into && !step.reduce_with;
+  // Where the transport would stage a block that this rank forwards through its pinned memory
+  // to the device, and back out of the device to forward it, the block lands in its slot's
+  // pinned host frame instead: the forward leaves from there and waits for no copy through
+  // the GPU (on a GPU that several processes time-slice, each copy also waits for a slice),
+  // and the copy to the device runs beside it.
+  const bool on_host = spec_.memory == MemoryType::kDevice && recv_step_forwarded_[block.step] &&
+                       context.recv_slots[step.peer]->host_frames();
+  const bool direct = lands_in_output && !on_host;
   if (LeadsRun(block.header)) {
     // OnEnvelope let only point-to-point blocks, which land directly, lead a run.
     block.result = Destination(step, block.index);
@@ -212,13 +228,8 @@ bool OperationTask::PostParts(TaskContext& context, RecvBlock& block) {
     ++next_parts_[step.peer];
     return true;
   }
-  uint8_t* frame_buffer = nullptr;
-  uint8_t* head = nullptr;
   if (spec_.memory == MemoryType::kHost) {
-    if (frame) {
-      block.host_frame.reset(new uint8_t[block.plan.max_frame_bytes]);
-      frame_buffer = head = block.host_frame.get();
-    }
+    if (frame) block.host_frame.reset(new uint8_t[block.plan.max_frame_bytes]);
     if (!frame || step.reduce_with || !step.into) {
       block.host_scratch.reset(new uint8_t[bytes > 0 ? bytes : 1]);
       block.result = block.host_scratch.get();
@@ -232,19 +243,22 @@ bool OperationTask::PostParts(TaskContext& context, RecvBlock& block) {
       FailBlock("recv", block.step, block.index, fits);
       return true;
     }
-    frame_buffer = block.slot->frame;
-    head = block.slot->head;
-    if (!frame || step.reduce_with || !step.into) block.result = block.slot->scratch;
+    block.on_host = on_host;
+    if (lands_in_output) {
+      block.result = Destination(step, block.index);
+    } else if (!frame || step.reduce_with || !step.into) {
+      block.result = block.slot->scratch;
+    }
   }
   ++next_parts_[step.peer];
+  const Landing landing = LandingOf(block);
   if (!frame) {
-    PostRecv(context, block, block.result, bytes, spec_.memory, kRawStream);
+    PostRecv(context, block, landing.bytes, bytes, landing.memory, kRawStream);
     block.stage = RecvStage::kReceiving;
     return true;
   }
-  const MemoryType frame_memory = spec_.memory;
-  PostRecv(context, block, frame_buffer + block.plan.raw_offset, block.plan.raw_bytes, frame_memory, kRawStream);
-  PostRecv(context, block, head, block.plan.raw_offset, MemoryType::kHost, kHeadStream, &block.head_request);
+  PostRecv(context, block, landing.bytes + block.plan.raw_offset, block.plan.raw_bytes, landing.memory, kRawStream);
+  PostRecv(context, block, landing.head, block.plan.raw_offset, MemoryType::kHost, kHeadStream, &block.head_request);
   block.stage = RecvStage::kHead;
   return true;
 }
@@ -275,8 +289,8 @@ bool OperationTask::OnHead(TaskContext& context, RecvBlock& block) {
     FailBlock("recv", block.step, block.index, s);
     return true;
   }
-  const uint8_t* head = block.slot != nullptr ? block.slot->head : block.host_frame.get();
-  std::memcpy(&block.frame_bytes, head + kFrameBytesFieldOffset, sizeof(block.frame_bytes));
+  const Landing landing = LandingOf(block);
+  std::memcpy(&block.frame_bytes, landing.head + kFrameBytesFieldOffset, sizeof(block.frame_bytes));
   if (block.frame_bytes < block.plan.coded_offset || block.frame_bytes > block.plan.max_frame_bytes) {
     FailBlock("recv", block.step, block.index,
               absl::DataLossError(absl::StrCat("block ", block.index, ": the frame header claims ", block.frame_bytes,
@@ -284,9 +298,8 @@ bool OperationTask::OnHead(TaskContext& context, RecvBlock& block) {
                                                block.plan.max_frame_bytes, "]")));
     return true;
   }
-  uint8_t* frame = block.slot != nullptr ? block.slot->frame : block.host_frame.get();
-  PostRecv(context, block, frame + block.plan.coded_offset, block.frame_bytes - block.plan.coded_offset, spec_.memory,
-           kCodedStream);
+  PostRecv(context, block, landing.bytes + block.plan.coded_offset, block.frame_bytes - block.plan.coded_offset,
+           landing.memory, kCodedStream);
   block.stage = RecvStage::kReceiving;
   return true;
 }
@@ -303,7 +316,7 @@ bool OperationTask::Process(TaskContext& context, RecvBlock& block) {
   const RecvStep& step = spec_.schedule.recvs[block.step];
   const uint64_t elements = BlockElements(step.count, block.index);
   const bool frame = block.header.kind == BlockKind::kFrame;
-  if (!frame && !step.reduce_with) {
+  if (!frame && !step.reduce_with && !block.on_host) {
     block.stage = RecvStage::kDone;
     return true;
   }
@@ -331,7 +344,14 @@ bool OperationTask::Process(TaskContext& context, RecvBlock& block) {
   }
   DeviceSlot* slot = block.slot;
   absl::Status status = CudaStatus(cudaStreamWaitEvent(slot->stream, spec_.input_ready, 0), "ordering after the caller's stream");
-  if (status.ok() && frame) {
+  if (status.ok() && block.on_host) {
+    // The whole block to the device: a frame where the decoder reads it, plain elements where
+    // they belong (block.result), while the forward leaves from the host frame.
+    status = CudaStatus(cudaMemcpyAsync(frame ? slot->frame : block.result, slot->host_frame,
+                                        frame ? block.frame_bytes : elements * ElementSize(spec_.dtype),
+                                        cudaMemcpyHostToDevice, slot->stream),
+                        "copying the block from its host frame to the device");
+  } else if (status.ok() && frame) {
     status = CudaStatus(cudaMemcpyAsync(slot->frame, slot->head, block.plan.raw_offset, cudaMemcpyHostToDevice, slot->stream),
                         "copying the frame head to the device");
   }

@@ -201,11 +201,12 @@ void OperationTask::StartForward(TaskContext& context, SendBlock& block) {
   RecvBlock& source = *SourceBlock(block);
   block.envelope = source.envelope;
   PostSend(context, block, block.envelope.data(), kEnvelopeBytes, MemoryType::kHost, kEnvelopeStream);
-  const MemoryType memory = spec_.memory;
+  const Landing landing = LandingOf(source);
+  if (source.on_host) ++context.stats->blocks_forwarded_from_host;
   if (source.header.kind == BlockKind::kPlain) {
     const uint64_t bytes = source.header.block_elements * ElementSize(spec_.dtype);
     StartMeter(context, block, SendBlock::Meter::kPlain, bytes, bytes, absl::Now());
-    PostSend(context, block, source.result, bytes, memory, kRawStream);
+    PostSend(context, block, landing.bytes, bytes, landing.memory, kRawStream);
     ++context.stats->blocks_bypassed;
   } else {
     // Frames forwarded count as compressed traffic: where blocks are forwarded (rings,
@@ -213,12 +214,10 @@ void OperationTask::StartForward(TaskContext& context, SendBlock& block) {
     // plain forwards.
     StartMeter(context, block, SendBlock::Meter::kCompressed, source.header.block_elements * ElementSize(spec_.dtype),
                source.frame_bytes, absl::Now());
-    const uint8_t* frame = source.slot != nullptr ? source.slot->frame : source.host_frame.get();
-    const uint8_t* head = source.slot != nullptr ? source.slot->head : source.host_frame.get();
-    PostSend(context, block, frame + source.plan.raw_offset, source.plan.raw_bytes, memory, kRawStream);
-    PostSend(context, block, head, source.plan.raw_offset, MemoryType::kHost, kHeadStream);
-    PostSend(context, block, frame + source.plan.coded_offset, source.frame_bytes - source.plan.coded_offset, memory,
-             kCodedStream);
+    PostSend(context, block, landing.bytes + source.plan.raw_offset, source.plan.raw_bytes, landing.memory, kRawStream);
+    PostSend(context, block, landing.head, source.plan.raw_offset, MemoryType::kHost, kHeadStream);
+    PostSend(context, block, landing.bytes + source.plan.coded_offset, source.frame_bytes - source.plan.coded_offset,
+             landing.memory, kCodedStream);
     ++context.stats->blocks_compressed;
   }
   block.stage = SendStage::kSending;

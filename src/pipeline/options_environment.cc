@@ -120,6 +120,7 @@ absl::StatusOr<CommunicatorOptions> WithEnvironmentDefaults(const CommunicatorOp
             options),
       Apply(rank, "UCCLZIP_HOLD_STREAM", &O::hold_caller_stream, ParseSwitch, options),
       Apply(rank, "UCCLZIP_STAGING_WAKEUPS", &O::staging_copy_wakeups, ParseSwitch, options),
+      Apply(rank, "UCCLZIP_FORWARD_FROM_HOST", &O::forward_from_host, ParseSwitch, options),
   };
   for (const absl::Status& status : statuses) {
     if (!status.ok()) return status;

@@ -94,6 +94,40 @@ TEST(CollectivesDeviceSmall, ManyBlocksEveryOperation) {
   RunDeviceCases(3, SmallBlockOptions(64 << 10, 32 << 10), cases);
 }
 
+// Where UCX stages device memory, a relaying rank forwards every block, frame or plain, from the
+// pinned host frame it landed in (operation_task_recv.cc); where UCX takes device memory, blocks
+// go to UCX directly and none is forwarded from the host. 3 ranks: the chain 0 -> 1 -> 2 has
+// one relay (rank 1), and every rank of the allgather ring forwards the chunk it received first.
+TEST(CollectivesDeviceSmall, RelaysForwardFromTheHostWhereDeviceMemoryIsStaged) {
+  UCCLZIP_SKIP_WITHOUT_GPU();
+  const transport::TransportOptions options = SmallBlockOptions(64 << 10, 32 << 10);
+  const uint64_t block_elements = (64 << 10) / ElementSize(DataType::kBFloat16);
+  ExpectRanksSucceeded(RunRanks({.world_size = 3}, [&](const RankContext& context) -> absl::Status {
+    if (cudaSetDevice(0) != cudaSuccess) return absl::InternalError("cudaSetDevice");
+    auto comm = CreateCommunicator(context, options);
+    if (!comm.ok()) return comm.status();
+    uint64_t seed = 0;
+    for (CompressionMode mode : {CompressionMode::kOn, CompressionMode::kOff}) {
+      const CollectiveCase broadcast{.kind = Collective::kBroadcast, .count = 100'000, .root = 0, .mode = mode};
+      const CollectiveCase allgather{.kind = Collective::kAllGather, .count = 40'003, .mode = mode};
+      for (const CollectiveCase& c : {broadcast, allgather}) {
+        const uint64_t before = (*comm)->stats().blocks_forwarded_from_host;
+        if (absl::Status s = RunAndCheck(**comm, c, ++seed, true); !s.ok()) return s;
+        const uint64_t forwarded = (*comm)->stats().blocks_forwarded_from_host - before;
+        const bool relays = c.kind == Collective::kAllGather || context.rank == 1;
+        const uint64_t expected =
+            (*comm)->device_memory_direct() || !relays ? 0 : (c.count + block_elements - 1) / block_elements;
+        if (forwarded != expected) {
+          return absl::InternalError(absl::StrCat(c.Name(), ": rank ", context.rank, " forwarded ", forwarded,
+                                                  " blocks from the host, expected ", expected, " (device memory ",
+                                                  (*comm)->device_memory_direct() ? "direct" : "staged", ")"));
+        }
+      }
+    }
+    return absl::OkStatus();
+  }));
+}
+
 // One device slot per peer and direction, the fewest there can be: receive pools then hold
 // 1 + kLinkGroupBlocks slots per peer, one more than a ring keeps between a block's arrival and
 // its forward, so every ring still moves (docs/COLLECTIVES.md, "Link order").
@@ -130,6 +164,22 @@ TEST(CollectivesDeviceSanitized, TwoRanksEveryOperation) {
   options.hold_caller_stream = false;
   // Killed early enough that the stacks of a hang still reach the log under the sanitizer.
   RunDeviceCases(2, options, cases, absl::Seconds(200));
+}
+
+// The forwarding path of a relaying rank (blocks that land in pinned host frames, leave from
+// there and are copied to the device) under memcheck: 3 ranks, a chain and a ring, frames and
+// plain blocks, several blocks a chunk.
+TEST(CollectivesDeviceSanitized, ThreeRanksForwardingChainAndRing) {
+  UCCLZIP_SKIP_WITHOUT_GPU();
+  std::vector<CollectiveCase> cases;
+  for (Collective kind : {Collective::kBroadcast, Collective::kAllGather, Collective::kAllReduce}) {
+    for (CompressionMode mode : {CompressionMode::kOn, CompressionMode::kOff}) {
+      cases.push_back({.kind = kind, .dtype = DataType::kBFloat16, .count = 9'001, .root = 2, .mode = mode});
+    }
+  }
+  transport::TransportOptions options = SmallBlockOptions(8 << 10, 8 << 10);
+  options.hold_caller_stream = false;  // as in TwoRanksEveryOperation
+  RunDeviceCases(3, options, cases, absl::Seconds(200));
 }
 
 // Collectives in one group on device buffers, each peer's slots shared by all of them, with one

@@ -23,7 +23,8 @@ constexpr const char* kVariables[] = {
     "UCCLZIP_COMPRESS",           "UCCLZIP_OP_TIMEOUT",          "UCCLZIP_SHUTDOWN_TIMEOUT",
     "UCCLZIP_BLOCK_BYTES",        "UCCLZIP_PIPELINE_BLOCK_BYTES", "UCCLZIP_MIN_COMPRESS_BYTES",
     "UCCLZIP_STAGING_POOL_BYTES", "UCCLZIP_DEVICE_SLOTS",        "UCCLZIP_WAIT_SPIN", "UCCLZIP_HOLD_STREAM",
-    "UCCLZIP_CPU_CODEC_THREADS",  "UCCLZIP_TRANSPORT_LANES",     "UCCLZIP_STAGING_WAKEUPS", "UCCLZIP_LOG_LEVEL"};
+    "UCCLZIP_CPU_CODEC_THREADS",  "UCCLZIP_TRANSPORT_LANES",     "UCCLZIP_STAGING_WAKEUPS", "UCCLZIP_LOG_LEVEL",
+    "UCCLZIP_FORWARD_FROM_HOST"};
 
 // Starts every test with none of the variables set, whatever the test's own environment holds.
 class OptionsEnvironmentTest : public ::testing::Test {
@@ -60,6 +61,7 @@ TEST_F(OptionsEnvironmentTest, EveryVariableSetsItsDefault) {
   setenv("UCCLZIP_CPU_CODEC_THREADS", "3", 1);
   setenv("UCCLZIP_TRANSPORT_LANES", "3", 1);
   setenv("UCCLZIP_STAGING_WAKEUPS", "no", 1);
+  setenv("UCCLZIP_FORWARD_FROM_HOST", "off", 1);
   setenv("UCCLZIP_LOG_LEVEL", "debug", 1);
   absl::StatusOr<CommunicatorOptions> options = WithEnvironmentDefaults(CommunicatorOptions{}, 0);
   ASSERT_TRUE(options.ok()) << options.status();
@@ -76,6 +78,7 @@ TEST_F(OptionsEnvironmentTest, EveryVariableSetsItsDefault) {
   EXPECT_EQ(options->cpu_codec_threads, 3);
   EXPECT_EQ(options->transport_lanes, 3);
   EXPECT_FALSE(options->staging_copy_wakeups);
+  EXPECT_FALSE(options->forward_from_host);
 }
 
 TEST_F(OptionsEnvironmentTest, WhatTheProgramSetWins) {
@@ -103,7 +106,7 @@ TEST_F(OptionsEnvironmentTest, BadValuesAreNamed) {
       {"UCCLZIP_WAIT_SPIN", "-5us"},           {"UCCLZIP_HOLD_STREAM", "maybe"},           {"UCCLZIP_LOG_LEVEL", "loud"},
       {"UCCLZIP_CPU_CODEC_THREADS", "-1"},     {"UCCLZIP_CPU_CODEC_THREADS", "all"},
       {"UCCLZIP_TRANSPORT_LANES", "0"},        {"UCCLZIP_TRANSPORT_LANES", "9"},
-      {"UCCLZIP_STAGING_WAKEUPS", "2"}};
+      {"UCCLZIP_STAGING_WAKEUPS", "2"},        {"UCCLZIP_FORWARD_FROM_HOST", "sometimes"}};
   for (const auto& [variable, value] : bad) {
     SetUp();
     setenv(variable, value, 1);
