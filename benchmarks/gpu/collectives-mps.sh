@@ -8,8 +8,9 @@
 # compressed collectives' time is the time slicing of the test machine.
 # First the device collective tests run under MPS (correctness there); the benchmark runs only
 # if they pass. The MPS daemon is this script's own, in /tmp, and is stopped on exit.
-# Under MPS those tests hung in H200 run s12-3 (docs/PIPELINE.md, "Known limits"), so the script
-# runs only when asked, not with every other benchmark of scripts/gpu-run:
+# Under MPS those tests hung in H200 run s12-3, when the test harness still initialised CUDA
+# before forking the ranks (docs/PIPELINE.md, "Known limits"), so the script runs only when
+# asked, not with every other benchmark of scripts/gpu-run:
 #   MPS=1   run it                            BUILD  build folder (default: build)
 #   MPS_TESTS  gtest filter of the tests run first (default: the 4-rank, small and group suites)
 set -uo pipefail
