@@ -123,11 +123,12 @@ struct CommunicatorOptions {
   // memory, none allocated after that, about 448 MB per peer with the defaults
   // (docs/PIPELINE.md, "Resources").
   int device_slots = 2;
-  // Where UCX stages device memory (a host-only UCX), each receive slot also holds a pinned host
-  // frame, in which the blocks that this rank forwards (the middle of a broadcast chain, every
-  // rank of an allgather ring) land, leave from and are copied to the device beside that: the
-  // forward waits for no copy through the GPU and makes none. That pins (device_slots + 2)
-  // pipeline blocks per peer, 64 MB with the defaults. false forwards through the GPU instead.
+  // Where UCX stages device memory (a host-only UCX), the receive slots of the peer whose blocks
+  // this rank forwards (its predecessor: the middle of a broadcast chain, every rank of an
+  // allgather ring) also hold a pinned host frame each, in which those blocks land, leave from
+  // and are copied to the device beside that: the forward waits for no copy through the GPU
+  // and makes none. That pins (device_slots + 2) pipeline blocks per communicator of 3 or more
+  // ranks, 64 MB with the defaults. false forwards through the GPU instead.
   bool forward_from_host = true;
   // Threads of the CPU codec, which codes the blocks of host buffers, the pipeline thread
   // included; 0 means DefaultHostCodecThreads() (include/ucclzip/codec.h): half the cores, at

@@ -103,8 +103,14 @@ absl::Status Engine::EnsureDevice(int device) {
   absl::StatusOr<std::unique_ptr<StreamFlags>> flags = StreamFlags::Create();
   if (!flags.ok()) return flags.status();
   const uint64_t block_bytes = std::max<uint64_t>(options_.pipeline_block_bytes, 1);
-  std::vector<std::unique_ptr<DeviceSlotPool>> send(lanes_.size()), recv(lanes_.size());
-  for (int peer = 0; peer < lanes_.size(); ++peer) {
+  const int world = lanes_.size();
+  // Only the receive slots of the peer whose blocks this rank forwards get pinned host frames:
+  // one peer's worth of pinned memory, not world - 1 (a block forwarded from another peer would
+  // go through the device).
+  const int forwarded_peer = ForwardedPeer(rank_, world);
+  const bool staged = lanes_.Stages(transport::MemoryType::kDevice);
+  std::vector<std::unique_ptr<DeviceSlotPool>> send(world), recv(world);
+  for (int peer = 0; peer < world; ++peer) {
     if (peer == rank_) continue;
     absl::StatusOr<std::unique_ptr<DeviceSlotPool>> s =
         DeviceSlotPool::Create(options_.device_slots + kEncodeAheadBlocks, block_bytes, SlotExtras{});
@@ -114,11 +120,9 @@ absl::Status Engine::EnsureDevice(int device) {
     // (docs/COLLECTIVES.md), device_slots more keep its blocks in flight meanwhile. Where device
     // memory is staged, a block to forward lands in the slot's pinned host frame and leaves from
     // there (operation_task_recv.cc).
-    absl::StatusOr<std::unique_ptr<DeviceSlotPool>> r =
-        DeviceSlotPool::Create(options_.device_slots + static_cast<int>(kLinkGroupBlocks), block_bytes,
-                               SlotExtras{.scratch = true,
-                                          .host_frame = options_.forward_from_host &&
-                                                        lanes_.Stages(transport::MemoryType::kDevice)});
+    absl::StatusOr<std::unique_ptr<DeviceSlotPool>> r = DeviceSlotPool::Create(
+        options_.device_slots + static_cast<int>(kLinkGroupBlocks), block_bytes,
+        SlotExtras{.scratch = true, .host_frame = options_.forward_from_host && staged && peer == forwarded_peer});
     if (!r.ok()) return r.status();
     send[peer] = std::move(*s);
     recv[peer] = std::move(*r);

@@ -105,6 +105,12 @@ uint32_t BlockCount(uint64_t count, uint64_t block_elements);
 // deadlock bound). A protocol constant: both ends of every link must order alike.
 inline constexpr uint32_t kLinkGroupBlocks = 2;
 
+// The one peer whose blocks a rank forwards (SendStep::Source::kForward) in every algorithm:
+// rings and chains send on only what they receive from their predecessor, and with fewer than
+// three ranks nothing is forwarded (-1). The engine gives pinned host frames to that peer's
+// receive slots alone; the schedule tests hold every algorithm to it.
+constexpr int ForwardedPeer(int rank, int world) { return world >= 3 ? (rank + world - 1) % world : -1; }
+
 // One block of one step of a schedule.
 struct StepBlock {
   int step = 0;

@@ -87,6 +87,30 @@ size_t PositionOf(const std::vector<pipeline::StepBlock>& link, pipeline::StepBl
   return static_cast<size_t>(std::find(link.begin(), link.end(), block) - link.begin());
 }
 
+// The engine gives pinned host frames, where forwarded blocks land, to one peer's receive slots
+// only (pipeline::ForwardedPeer): every algorithm must forward what it receives from that peer.
+TEST(Schedules, EveryForwardIsOfWhatThePredecessorSent) {
+  for (int world = 1; world <= 8; ++world) {
+    for (int rank = 0; rank < world; ++rank) {
+      std::vector<std::pair<std::string, Schedule>> schedules = {
+          {"allgather", RingAllGather(rank, world, 1001, false)},
+          {"reducescatter", RingReduceScatter(rank, world, 1001, ReduceOp::kSum, false)},
+          {"allreduce", RingAllReduce(rank, world, 1001, ReduceOp::kSum, false)}};
+      for (int root = 0; root < world; ++root) {
+        schedules.push_back({absl::StrCat("broadcast root ", root), ChainBroadcast(rank, world, 1001, root, false)});
+        schedules.push_back({absl::StrCat("reduce root ", root), ChainReduce(rank, world, 1001, ReduceOp::kSum, root, false)});
+      }
+      for (const auto& [name, schedule] : schedules) {
+        for (const pipeline::SendStep& step : schedule.sends) {
+          if (step.source != pipeline::SendStep::Source::kForward) continue;
+          EXPECT_EQ(schedule.recvs[step.recv_step].peer, pipeline::ForwardedPeer(rank, world))
+              << name << ", rank " << rank << " of " << world;
+        }
+      }
+    }
+  }
+}
+
 TEST(LinkOrder, BothEndsOfEveryLinkNumberTheSameBlocks) {
   for (uint64_t block_elements : {1, 7, 1000}) {
     ForEachAlgorithm([&](const std::string& what, const std::vector<Schedule>& schedules) {
