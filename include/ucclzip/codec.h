@@ -175,6 +175,13 @@ class GpuCodec {
   // proven bound).
   absl::Status StreamStatus(cudaStream_t stream);
 
+  // The same without waiting, for a caller that already knows `stream` has passed the end of
+  // this codec's last call (an event recorded after it has completed): each call copies its
+  // error words to pinned host memory as it ends, so this reads them with no round trip to the
+  // GPU (which on a GPU that several processes time-slice waits for this process's next slice).
+  // Only an error, to clear it, waits for `stream`.
+  absl::Status CompletedStatus(cudaStream_t stream);
+
  private:
   struct Workspace;
   GpuCodec(uint64_t max_count, std::unique_ptr<Workspace> workspace);

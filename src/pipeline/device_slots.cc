@@ -70,6 +70,10 @@ absl::Status DeviceSlot::CheckFits(const FramePlan& plan) const {
                                           head_capacity, " bytes)"));
 }
 
+absl::Status DeviceSlot::CodecStatus(bool codec_done_fired) const {
+  return codec_done_fired ? codec->CompletedStatus(stream) : codec->StreamStatus(stream);
+}
+
 absl::StatusOr<std::unique_ptr<DeviceSlotPool>> DeviceSlotPool::Create(int count, uint64_t block_bytes, SlotExtras extras) {
   std::unique_ptr<DeviceSlotPool> pool(new DeviceSlotPool(extras));
   for (int i = 0; i < std::max(count, 1); ++i) {

@@ -376,8 +376,8 @@ bool OperationTask::FinishProcessing(TaskContext& context, RecvBlock& block) {
   absl::StatusOr<bool> decoded = EventDone(block.slot->codec_done);
   if (decoded.ok() && !*decoded && status_.ok()) return false;
   absl::Status status = decoded.status();
-  // Waits for whatever is left on the slot's stream and reports a malformed frame.
-  status.Update(block.slot->codec->StreamStatus(block.slot->stream));
+  // Reports a malformed frame (and, in a failed task, waits for what is left on the stream).
+  status.Update(block.slot->CodecStatus(decoded.ok() && *decoded));
   FailBlock("recv", block.step, block.index, status);
   context.stats->codec_seconds += absl::ToDoubleSeconds(absl::Now() - block.codec_start);
   TraceBlock("recv", block.step, block.index, "processed");

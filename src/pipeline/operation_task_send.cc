@@ -328,8 +328,7 @@ bool OperationTask::AdvanceEncoding(TaskContext& context, SendBlock& block) {
     absl::StatusOr<bool> encoded = EventDone(slot->codec_done);
     if (encoded.ok() && !*encoded && status_.ok()) return moved;
     absl::Status status = encoded.status();
-    // The stream has finished: this reports (and clears) an encoder error without waiting.
-    status.Update(slot->codec->StreamStatus(slot->stream));
+    status.Update(slot->CodecStatus(encoded.ok() && *encoded));
     context.stats->codec_seconds += absl::ToDoubleSeconds(absl::Now() - block.codec_start);
     if (!status.ok() || !status_.ok()) {
       FailBlock("send", block.step, block.index, status);

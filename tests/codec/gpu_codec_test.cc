@@ -170,6 +170,39 @@ TEST_F(GpuCodecTest, HostileFramesGiveErrorsNotFaults) {
   CheckAgainstCpu(DataType::kBFloat16, tensor);
 }
 
+// CompletedStatus reads each call's verdict from the words the call copied out as it ended,
+// once an event after it has fired: corrupt and good frames taking turns on one stream, every
+// verdict the CPU's, none left over for the next call.
+TEST_F(GpuCodecTest, CompletedStatusGivesEachCallsVerdictAfterItsEvent) {
+  const uint64_t count = 200000;
+  const auto tensor = GenerateTensor(DataType::kBFloat16, count, {DistKind::kGaussian, 0.02}, 7);
+  const auto good = CompressToVector(tensor, DataType::kBFloat16, {.lane_symbols = 64});
+  auto info = ReadFrameInfo(good.data(), good.size());
+  ASSERT_TRUE(info.ok());
+  cudaEvent_t done;
+  UCCLZIP_CUDA_OK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
+  std::mt19937_64 rng(2);
+  DeviceBuffer frame(good.size()), output(tensor.size());
+  int rejected = 0;
+  for (int trial = 0; trial < 40; ++trial) {
+    auto bytes = good;
+    if (trial % 2 == 0) bytes[info->coded_offset + rng() % info->coded_bytes] ^= 1 + rng() % 255;
+    frame.Upload(bytes);
+    ASSERT_TRUE(codec_->Decompress(frame.get(), bytes.size(), DataType::kBFloat16, output.get(), count, stream_).ok());
+    UCCLZIP_CUDA_OK(cudaEventRecord(done, stream_));
+    UCCLZIP_CUDA_OK(cudaEventSynchronize(done));
+    const absl::Status status = codec_->CompletedStatus(stream_);
+    const absl::Status cpu = DecompressHost(bytes.data(), bytes.size(), DataType::kBFloat16,
+                                            std::vector<uint8_t>(tensor.size()).data(), count);
+    EXPECT_EQ(status.ok(), cpu.ok()) << "trial " << trial << ": GPU " << status << " CPU " << cpu;
+    if (trial % 2 == 1) EXPECT_TRUE(output.Download(tensor.size()) == tensor) << "trial " << trial << ": a good frame";
+    rejected += !cpu.ok();
+  }
+  EXPECT_GT(rejected, 0) << "no corrupt frame was refused: the test shows nothing";
+  EXPECT_TRUE(codec_->StreamStatus(stream_).ok()) << "an error was left over";
+  UCCLZIP_CUDA_OK(cudaEventDestroy(done));
+}
+
 TEST_F(GpuCodecTest, RejectsBadArguments) {
   DeviceBuffer buf(1 << 20);
   EXPECT_EQ(codec_->Compress(buf.get(), kMaxCount + 1, DataType::kBFloat16, buf.get(), 1 << 20, stream_).code(),

@@ -4,6 +4,7 @@
 
 #include <cub/agent/single_pass_scan_operators.cuh>
 
+#include <cstddef>
 #include <cstdint>
 
 #include "codec/rans_model.h"
@@ -18,9 +19,12 @@ struct DeviceWorkspace {
   uint32_t split_blocks_done;                   // zero between calls
   uint32_t encode_ticket;                       // zero between calls
   uint32_t mode_word;                           // Mode | constant_symbol << 8, set by the split stage
-  uint32_t encode_error;                        // non-zero if an encoder bound was violated
-  uint32_t decode_error;                        // first decode error word since last read
+  // The error words, side by side: each call copies both to pinned host memory as it ends.
+  uint32_t encode_error;  // non-zero if an encoder bound was violated
+  uint32_t decode_error;  // first decode error word since last read
   EncoderSymbol symbols[kAlphabetSize];
 };
+static_assert(offsetof(DeviceWorkspace, decode_error) == offsetof(DeviceWorkspace, encode_error) + sizeof(uint32_t),
+              "the error words are copied out together");
 
 }  // namespace ucclzip::codec::gpu

@@ -18,13 +18,20 @@ struct GpuCodec::Workspace {
   uint16_t* scratch = nullptr;
   ChunkScanState chunk_scan;
   int sm_count = 0;
-  uint32_t* host_error = nullptr;  // pinned, for StreamStatus
+  // Pinned: the device's encode and decode error words as the last call left them, copied on
+  // its stream as it ended (CompletedStatus reads them without a round trip to the GPU).
+  uint32_t* host_errors = nullptr;
 
   ~Workspace() {
     cudaFree(device);
     cudaFree(chunk_scan_storage);
     cudaFree(scratch);
-    cudaFreeHost(host_error);
+    cudaFreeHost(host_errors);
+  }
+
+  // Queued after every call's kernels, on their stream.
+  cudaError_t PublishErrors(cudaStream_t stream) const {
+    return cudaMemcpyAsync(host_errors, &device->encode_error, 2 * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream);
   }
 };
 
@@ -94,10 +101,11 @@ absl::StatusOr<std::unique_ptr<GpuCodec>> GpuCodec::Create(uint64_t max_count) {
   if (auto s = alloc(reinterpret_cast<void**>(&ws->scratch), std::max<uint64_t>(max_count, 1) * 2, "scratch"); !s.ok()) {
     return s;
   }
-  if (auto s = CudaStatus(cudaMallocHost(reinterpret_cast<void**>(&ws->host_error), sizeof(uint32_t)), context);
+  if (auto s = CudaStatus(cudaMallocHost(reinterpret_cast<void**>(&ws->host_errors), 2 * sizeof(uint32_t)), context);
       !s.ok()) {
     return s;
   }
+  ws->host_errors[0] = ws->host_errors[1] = 0;
   if (auto s = CudaStatus(cudaMemset(ws->device, 0, sizeof(DeviceWorkspace)), context); !s.ok()) return s;
   for (cudaError_t err : {codec::gpu::PreloadKernels<codec::Split8>(), codec::gpu::PreloadKernels<codec::Split16>(),
                           codec::gpu::PreloadKernels<codec::Split32>(), codec::gpu::PreloadStoredKernel()}) {
@@ -156,6 +164,7 @@ absl::Status GpuCodec::Compress(const void* input, uint64_t count, DataType dtyp
                                       dtype, [&]<typename Split>() { return codec::gpu::LaunchCompress<Split>(launch); },
                                       [] { return cudaErrorInvalidValue; })
                                 : codec::gpu::LaunchStoredCompress(launch);
+  if (err == cudaSuccess) err = workspace_->PublishErrors(stream);
   return CudaStatus(err, context);
 }
 
@@ -169,6 +178,7 @@ absl::Status GpuCodec::Decompress(const void* frame, uint64_t frame_capacity, Da
   cudaError_t err = codec::VisitSplit(
       dtype, [&]<typename Split>() { return codec::gpu::LaunchDecompress<Split>(launch); },
       [&] { return codec::gpu::LaunchDecompress<codec::Split8>(launch); });
+  if (err == cudaSuccess) err = workspace_->PublishErrors(stream);
   return CudaStatus(err, context);
 }
 
@@ -195,25 +205,29 @@ absl::Status GpuCodec::DecompressAndCombine(const void* frame, uint64_t frame_ca
   cudaError_t err = codec::VisitCompressibleType(
       dtype, [&]<DataType kType>() { return codec::gpu::LaunchDecompressAndCombine<kType>(launch); },
       [] { return cudaErrorInvalidValue; });
+  if (err == cudaSuccess) err = workspace_->PublishErrors(stream);
   return CudaStatus(err, context);
 }
 
 absl::Status GpuCodec::StreamStatus(cudaStream_t stream) {
-  uint32_t* host = workspace_->host_error;
-  DeviceWorkspace* dev = workspace_->device;
-  uint32_t words[2];
-  for (int i = 0; i < 2; ++i) {
-    uint32_t* field = i == 0 ? &dev->decode_error : &dev->encode_error;
-    if (auto s = CudaStatus(cudaMemcpyAsync(host, field, 4, cudaMemcpyDeviceToHost, stream), "read codec status");
-        !s.ok()) {
-      return s;
-    }
-    if (auto s = CudaStatus(cudaMemsetAsync(field, 0, 4, stream), "reset codec status"); !s.ok()) return s;
-    if (auto s = CudaStatus(cudaStreamSynchronize(stream), "wait for the codec's stream"); !s.ok()) return s;
-    words[i] = *host;
+  if (auto s = CudaStatus(cudaStreamSynchronize(stream), "wait for the codec's stream"); !s.ok()) return s;
+  return CompletedStatus(stream);
+}
+
+absl::Status GpuCodec::CompletedStatus(cudaStream_t stream) {
+  uint32_t* words = workspace_->host_errors;
+  const uint32_t encode_error = words[0], decode_error = words[1];
+  if (encode_error == 0 && decode_error == 0) return absl::OkStatus();
+  // Cleared on the device before the codec's next call (rare: only after an error).
+  if (auto s = CudaStatus(cudaMemsetAsync(&workspace_->device->encode_error, 0, 2 * sizeof(uint32_t), stream),
+                          "reset codec status");
+      !s.ok()) {
+    return s;
   }
-  if (words[1] != 0) return absl::InternalError("GPU compress: rANS output outgrew its bound (frame not written)");
-  return DecodeErrorToStatus(words[0], "GPU decompress");
+  if (auto s = CudaStatus(cudaStreamSynchronize(stream), "wait for the codec's stream"); !s.ok()) return s;
+  words[0] = words[1] = 0;
+  if (encode_error != 0) return absl::InternalError("GPU compress: rANS output outgrew its bound (frame not written)");
+  return DecodeErrorToStatus(decode_error, "GPU decompress");
 }
 
 }  // namespace ucclzip
