@@ -175,11 +175,13 @@ class GpuCodec {
   // proven bound).
   absl::Status StreamStatus(cudaStream_t stream);
 
-  // The same without waiting, for a caller that already knows `stream` has passed the end of
-  // this codec's last call (an event recorded after it has completed): each call copies its
-  // error words to pinned host memory as it ends, so this reads them with no round trip to the
-  // GPU (which on a GPU that several processes time-slice waits for this process's next slice).
-  // Only an error, to clear it, waits for `stream`.
+  // The same in two halves, for a caller that tracks the stream with its own events:
+  // QueueStatusRead queues on `stream`, after the codec's calls, a copy of their error words to
+  // pinned host memory; CompletedStatus, once `stream` has passed that copy (an event recorded
+  // after it has fired), reads them there with no trip to the GPU, which on a GPU that several
+  // processes time-slice waits for this process's next slice. Only an error, to clear it, waits
+  // for `stream`; so does a CompletedStatus with a call made since the last QueueStatusRead.
+  absl::Status QueueStatusRead(cudaStream_t stream);
   absl::Status CompletedStatus(cudaStream_t stream);
 
  private:
@@ -187,6 +189,8 @@ class GpuCodec {
   GpuCodec(uint64_t max_count, std::unique_ptr<Workspace> workspace);
   uint64_t max_count_;
   std::unique_ptr<Workspace> workspace_;
+  uint64_t calls_ = 0;               // calls launched
+  uint64_t status_read_after_ = 0;  // calls_ at the last QueueStatusRead
 };
 
 // Turns a device error word into a status; `context` names the operation.

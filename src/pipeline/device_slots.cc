@@ -70,6 +70,14 @@ absl::Status DeviceSlot::CheckFits(const FramePlan& plan) const {
                                           head_capacity, " bytes)"));
 }
 
+absl::Status DeviceSlot::RecordCodecDone() const {
+  if (absl::Status s = codec->QueueStatusRead(stream); !s.ok()) return s;
+  const cudaError_t err = cudaEventRecord(codec_done, stream);
+  if (err == cudaSuccess) return absl::OkStatus();
+  cudaGetLastError();
+  return absl::InternalError(absl::StrCat("pipeline device slot: recording the codec's event: ", cudaGetErrorString(err)));
+}
+
 absl::Status DeviceSlot::CodecStatus(bool codec_done_fired) const {
   return codec_done_fired ? codec->CompletedStatus(stream) : codec->StreamStatus(stream);
 }

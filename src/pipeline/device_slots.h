@@ -40,8 +40,11 @@ struct DeviceSlot {
   // Whether a frame of that plan fits the buffers; never expected to fail, since the pool
   // sizes them for every block, but a wrong size here would overrun pinned memory.
   absl::Status CheckFits(const FramePlan& plan) const;
+  // Ends a block's work on the slot's stream: queues the read of the codec's errors, then
+  // records codec_done.
+  absl::Status RecordCodecDone() const;
   // The codec's errors on this slot (a malformed frame, an encoder's bound), given whether
-  // codec_done has fired: if it has, read with no round trip to the GPU (one per block, on a GPU
+  // codec_done has fired: if it has, read with no trip to the GPU (a trip per block, on a GPU
   // that four processes time-slice, waited for this process's next slice with the pipeline
   // thread blocked); if not (a failed task draining its slots), after waiting for the stream.
   absl::Status CodecStatus(bool codec_done_fired) const;

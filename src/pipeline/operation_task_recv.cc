@@ -366,7 +366,7 @@ bool OperationTask::Process(TaskContext& context, RecvBlock& block) {
   } else if (status.ok() && local != nullptr) {
     status = ReduceDevice(combiner, decoded, local, result, elements, slot->stream);
   }
-  if (status.ok()) status = CudaStatus(cudaEventRecord(slot->codec_done, slot->stream), "recording the decode event");
+  if (status.ok()) status = slot->RecordCodecDone();
   FailBlock("recv", block.step, block.index, status);
   block.stage = RecvStage::kProcessing;
   return true;

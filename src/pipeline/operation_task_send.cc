@@ -296,7 +296,7 @@ bool OperationTask::StartDeviceFrame(TaskContext& context, SendBlock& block, con
     status = CudaStatus(cudaMemcpyAsync(slot->head, slot->frame, block.plan.raw_offset, cudaMemcpyDeviceToHost, slot->stream),
                         "copying the frame head");
   }
-  if (status.ok()) status = CudaStatus(cudaEventRecord(slot->codec_done, slot->stream), "recording the encode event");
+  if (status.ok()) status = slot->RecordCodecDone();
   if (!status.ok()) {
     FailBlock("send", block.step, block.index, status);
     RetireSend(context, block);

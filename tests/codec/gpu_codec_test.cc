@@ -170,9 +170,10 @@ TEST_F(GpuCodecTest, HostileFramesGiveErrorsNotFaults) {
   CheckAgainstCpu(DataType::kBFloat16, tensor);
 }
 
-// CompletedStatus reads each call's verdict from the words the call copied out as it ended,
-// once an event after it has fired: corrupt and good frames taking turns on one stream, every
-// verdict the CPU's, none left over for the next call.
+// QueueStatusRead and CompletedStatus give each call's verdict once an event after the read has
+// fired, with no wait: corrupt and good frames taking turns on one stream, every verdict the
+// CPU's, none left over for the next call; and a call made after the last queued read is not
+// missed (CompletedStatus then waits for the stream).
 TEST_F(GpuCodecTest, CompletedStatusGivesEachCallsVerdictAfterItsEvent) {
   const uint64_t count = 200000;
   const auto tensor = GenerateTensor(DataType::kBFloat16, count, {DistKind::kGaussian, 0.02}, 7);
@@ -183,12 +184,17 @@ TEST_F(GpuCodecTest, CompletedStatusGivesEachCallsVerdictAfterItsEvent) {
   UCCLZIP_CUDA_OK(cudaEventCreateWithFlags(&done, cudaEventDisableTiming));
   std::mt19937_64 rng(2);
   DeviceBuffer frame(good.size()), output(tensor.size());
+  auto corrupt = [&] {
+    auto bytes = good;
+    bytes[info->coded_offset + rng() % info->coded_bytes] ^= 1 + rng() % 255;
+    return bytes;
+  };
   int rejected = 0;
   for (int trial = 0; trial < 40; ++trial) {
-    auto bytes = good;
-    if (trial % 2 == 0) bytes[info->coded_offset + rng() % info->coded_bytes] ^= 1 + rng() % 255;
+    const std::vector<uint8_t> bytes = trial % 2 == 0 ? corrupt() : good;
     frame.Upload(bytes);
     ASSERT_TRUE(codec_->Decompress(frame.get(), bytes.size(), DataType::kBFloat16, output.get(), count, stream_).ok());
+    ASSERT_TRUE(codec_->QueueStatusRead(stream_).ok());
     UCCLZIP_CUDA_OK(cudaEventRecord(done, stream_));
     UCCLZIP_CUDA_OK(cudaEventSynchronize(done));
     const absl::Status status = codec_->CompletedStatus(stream_);
@@ -199,6 +205,15 @@ TEST_F(GpuCodecTest, CompletedStatusGivesEachCallsVerdictAfterItsEvent) {
     rejected += !cpu.ok();
   }
   EXPECT_GT(rejected, 0) << "no corrupt frame was refused: the test shows nothing";
+  // A refused frame decoded after the last queued read.
+  std::vector<uint8_t> bad = corrupt();
+  while (DecompressHost(bad.data(), bad.size(), DataType::kBFloat16, std::vector<uint8_t>(tensor.size()).data(), count)
+             .ok()) {
+    bad = corrupt();
+  }
+  frame.Upload(bad);
+  ASSERT_TRUE(codec_->Decompress(frame.get(), bad.size(), DataType::kBFloat16, output.get(), count, stream_).ok());
+  EXPECT_FALSE(codec_->CompletedStatus(stream_).ok()) << "a call after the last queued read went unreported";
   EXPECT_TRUE(codec_->StreamStatus(stream_).ok()) << "an error was left over";
   UCCLZIP_CUDA_OK(cudaEventDestroy(done));
 }

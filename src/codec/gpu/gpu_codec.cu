@@ -18,8 +18,7 @@ struct GpuCodec::Workspace {
   uint16_t* scratch = nullptr;
   ChunkScanState chunk_scan;
   int sm_count = 0;
-  // Pinned: the device's encode and decode error words as the last call left them, copied on
-  // its stream as it ended (CompletedStatus reads them without a round trip to the GPU).
+  // Pinned: the device's encode and decode error words, as QueueStatusRead's copy found them.
   uint32_t* host_errors = nullptr;
 
   ~Workspace() {
@@ -27,11 +26,6 @@ struct GpuCodec::Workspace {
     cudaFree(chunk_scan_storage);
     cudaFree(scratch);
     cudaFreeHost(host_errors);
-  }
-
-  // Queued after every call's kernels, on their stream.
-  cudaError_t PublishErrors(cudaStream_t stream) const {
-    return cudaMemcpyAsync(host_errors, &device->encode_error, 2 * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream);
   }
 };
 
@@ -164,7 +158,7 @@ absl::Status GpuCodec::Compress(const void* input, uint64_t count, DataType dtyp
                                       dtype, [&]<typename Split>() { return codec::gpu::LaunchCompress<Split>(launch); },
                                       [] { return cudaErrorInvalidValue; })
                                 : codec::gpu::LaunchStoredCompress(launch);
-  if (err == cudaSuccess) err = workspace_->PublishErrors(stream);
+  ++calls_;  // whatever was launched may record an error
   return CudaStatus(err, context);
 }
 
@@ -178,7 +172,7 @@ absl::Status GpuCodec::Decompress(const void* frame, uint64_t frame_capacity, Da
   cudaError_t err = codec::VisitSplit(
       dtype, [&]<typename Split>() { return codec::gpu::LaunchDecompress<Split>(launch); },
       [&] { return codec::gpu::LaunchDecompress<codec::Split8>(launch); });
-  if (err == cudaSuccess) err = workspace_->PublishErrors(stream);
+  ++calls_;  // whatever was launched may record an error
   return CudaStatus(err, context);
 }
 
@@ -205,16 +199,30 @@ absl::Status GpuCodec::DecompressAndCombine(const void* frame, uint64_t frame_ca
   cudaError_t err = codec::VisitCompressibleType(
       dtype, [&]<DataType kType>() { return codec::gpu::LaunchDecompressAndCombine<kType>(launch); },
       [] { return cudaErrorInvalidValue; });
-  if (err == cudaSuccess) err = workspace_->PublishErrors(stream);
+  ++calls_;  // whatever was launched may record an error
   return CudaStatus(err, context);
 }
 
+absl::Status GpuCodec::QueueStatusRead(cudaStream_t stream) {
+  if (auto s = CudaStatus(cudaMemcpyAsync(workspace_->host_errors, &workspace_->device->encode_error,
+                                          2 * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream),
+                          "read codec status");
+      !s.ok()) {
+    return s;
+  }
+  status_read_after_ = calls_;
+  return absl::OkStatus();
+}
+
 absl::Status GpuCodec::StreamStatus(cudaStream_t stream) {
+  if (absl::Status s = QueueStatusRead(stream); !s.ok()) return s;
   if (auto s = CudaStatus(cudaStreamSynchronize(stream), "wait for the codec's stream"); !s.ok()) return s;
   return CompletedStatus(stream);
 }
 
 absl::Status GpuCodec::CompletedStatus(cudaStream_t stream) {
+  // A call after the last queued read: its errors are only on the device.
+  if (status_read_after_ != calls_) return StreamStatus(stream);
   uint32_t* words = workspace_->host_errors;
   const uint32_t encode_error = words[0], decode_error = words[1];
   if (encode_error == 0 && decode_error == 0) return absl::OkStatus();
