@@ -187,6 +187,8 @@ class GpuCodec {
  private:
   struct Workspace;
   GpuCodec(uint64_t max_count, std::unique_ptr<Workspace> workspace);
+  // Queues the copy of the device's error words to the pinned host words on `stream`.
+  absl::Status CopyStatusWords(cudaStream_t stream);
   uint64_t max_count_;
   std::unique_ptr<Workspace> workspace_;
   uint64_t calls_ = 0;               // calls launched

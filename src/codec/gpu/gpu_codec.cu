@@ -204,6 +204,13 @@ absl::Status GpuCodec::DecompressAndCombine(const void* frame, uint64_t frame_ca
 }
 
 absl::Status GpuCodec::QueueStatusRead(cudaStream_t stream) {
+  // No call since the last read: the host words already are the device's (a plain block's turn
+  // in the pipeline, whose slots keep one stream each).
+  if (status_read_after_ == calls_) return absl::OkStatus();
+  return CopyStatusWords(stream);
+}
+
+absl::Status GpuCodec::CopyStatusWords(cudaStream_t stream) {
   if (auto s = CudaStatus(cudaMemcpyAsync(workspace_->host_errors, &workspace_->device->encode_error,
                                           2 * sizeof(uint32_t), cudaMemcpyDeviceToHost, stream),
                           "read codec status");
@@ -215,7 +222,7 @@ absl::Status GpuCodec::QueueStatusRead(cudaStream_t stream) {
 }
 
 absl::Status GpuCodec::StreamStatus(cudaStream_t stream) {
-  if (absl::Status s = QueueStatusRead(stream); !s.ok()) return s;
+  if (absl::Status s = CopyStatusWords(stream); !s.ok()) return s;
   if (auto s = CudaStatus(cudaStreamSynchronize(stream), "wait for the codec's stream"); !s.ok()) return s;
   return CompletedStatus(stream);
 }
