@@ -7,7 +7,7 @@
 namespace ucclzip::pipeline {
 namespace {
 
-absl::Status CudaCheck(cudaError_t err, const char* what) {
+absl::Status CudaCheck(cudaError_t err, absl::string_view what) {
   if (err == cudaSuccess) return absl::OkStatus();
   cudaGetLastError();
   return absl::ResourceExhaustedError(absl::StrCat("pipeline device slot: ", what, ": ", cudaGetErrorString(err)));
@@ -47,7 +47,9 @@ absl::Status Init(DeviceSlot& slot, uint64_t block_bytes, SlotExtras extras) {
   if (extras.host_frame) {
     if (absl::Status s = CudaCheck(cudaHostAlloc(reinterpret_cast<void**>(&slot.host_frame), slot.frame_capacity,
                                                  cudaHostAllocDefault),
-                                   "cudaHostAlloc host frame");
+                                   absl::StrCat("cudaHostAlloc of a ", slot.frame_capacity,
+                                                "-byte host frame for forwarded blocks (UCCLZIP_FORWARD_FROM_HOST=0 "
+                                                "forwards through the device without them)"));
         !s.ok()) {
       return s;
     }
