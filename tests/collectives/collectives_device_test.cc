@@ -95,12 +95,16 @@ TEST(CollectivesDeviceSmall, ManyBlocksEveryOperation) {
 }
 
 // Where UCX stages device memory, a relaying rank forwards every block, frame or plain, from the
-// pinned host frame it landed in (operation_task_recv.cc); where UCX takes device memory, blocks
-// go to UCX directly and none is forwarded from the host. 3 ranks: the chain 0 -> 1 -> 2 has
-// one relay (rank 1), and every rank of the allgather ring forwards the chunk it received first.
-TEST(CollectivesDeviceSmall, RelaysForwardFromTheHostWhereDeviceMemoryIsStaged) {
+// pinned host frame it landed in (operation_task_recv.cc), unless forward_from_host is off;
+// where UCX takes device memory, blocks go to UCX directly and none is forwarded from the host.
+// 3 ranks: the chain 0 -> 1 -> 2 has one relay (rank 1), and every rank of the allgather ring
+// forwards the chunk it received first. The results are checked as everywhere else.
+class CollectivesDeviceRelays : public ::testing::TestWithParam<bool> {};
+
+TEST_P(CollectivesDeviceRelays, ForwardFromTheHostWhereDeviceMemoryIsStaged) {
   UCCLZIP_SKIP_WITHOUT_GPU();
-  const transport::TransportOptions options = SmallBlockOptions(64 << 10, 32 << 10);
+  transport::TransportOptions options = SmallBlockOptions(64 << 10, 32 << 10);
+  options.forward_from_host = GetParam();
   const uint64_t block_elements = (64 << 10) / ElementSize(DataType::kBFloat16);
   ExpectRanksSucceeded(RunRanks({.world_size = 3}, [&](const RankContext& context) -> absl::Status {
     if (cudaSetDevice(0) != cudaSuccess) return absl::InternalError("cudaSetDevice");
@@ -115,8 +119,9 @@ TEST(CollectivesDeviceSmall, RelaysForwardFromTheHostWhereDeviceMemoryIsStaged) 
         if (absl::Status s = RunAndCheck(**comm, c, ++seed, true); !s.ok()) return s;
         const uint64_t forwarded = (*comm)->stats().blocks_forwarded_from_host - before;
         const bool relays = c.kind == Collective::kAllGather || context.rank == 1;
-        const uint64_t expected =
-            (*comm)->device_memory_direct() || !relays ? 0 : (c.count + block_elements - 1) / block_elements;
+        const uint64_t expected = (*comm)->device_memory_direct() || !options.forward_from_host || !relays
+                                      ? 0
+                                      : (c.count + block_elements - 1) / block_elements;
         if (forwarded != expected) {
           return absl::InternalError(absl::StrCat(c.Name(), ": rank ", context.rank, " forwarded ", forwarded,
                                                   " blocks from the host, expected ", expected, " (device memory ",
@@ -127,6 +132,9 @@ TEST(CollectivesDeviceSmall, RelaysForwardFromTheHostWhereDeviceMemoryIsStaged) 
     return absl::OkStatus();
   }));
 }
+
+INSTANTIATE_TEST_SUITE_P(, CollectivesDeviceRelays, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "from_host" : "through_the_device"; });
 
 // One device slot per peer and direction, the fewest there can be: receive pools then hold
 // 1 + kLinkGroupBlocks slots per peer, one more than a ring keeps between a block's arrival and
