@@ -1,7 +1,7 @@
 // Device resources for one pipeline block in flight on the GPU: a codec (its workspace), a
 // frame buffer, a pinned copy of the frame's head, a stream and two events (and for receives a
-// block of scratch, where plain blocks land and partial reductions are formed, and, where the
-// transport stages device memory, a pinned host frame, where a block that is forwarded lands). A
+// block of scratch, where plain blocks land and partial reductions are formed, and, for the peer
+// whose blocks are forwarded where the transport stages device memory, a pinned host frame). A
 // bounded pool of them per direction is allocated once, on the first device operation; the hot
 // path only takes and returns slots. Separate send and receive pools keep sends, which wait for
 // the peer's receives, from starving the receives.

@@ -19,7 +19,7 @@ struct DeviceWorkspace {
   uint32_t split_blocks_done;                   // zero between calls
   uint32_t encode_ticket;                       // zero between calls
   uint32_t mode_word;                           // Mode | constant_symbol << 8, set by the split stage
-  // The error words, side by side: each call copies both to pinned host memory as it ends.
+  // The error words, side by side: GpuCodec::QueueStatusRead copies both to pinned host memory.
   uint32_t encode_error;  // non-zero if an encoder bound was violated
   uint32_t decode_error;  // first decode error word since last read
   EncoderSymbol symbols[kAlphabetSize];
