@@ -83,4 +83,67 @@ UZ_HD DecodeError CheckTable(const uint16_t* freqs) {
   return (sum == kProbScale && present >= 2) ? DecodeError::kOk : DecodeError::kBadTable;
 }
 
+UZ_HD uint32_t LoadU32(const uint8_t* bytes) {
+  return uint32_t{bytes[0]} | uint32_t{bytes[1]} << 8 | uint32_t{bytes[2]} << 16 | uint32_t{bytes[3]} << 24;
+}
+
+// The tile index entry of `tile` (kGlobalTableTile, or its table's offset in 4-byte units).
+UZ_HD uint32_t TileEntry(const uint8_t* frame, const Layout& layout, uint32_t tile) {
+  return LoadU32(frame + layout.tile_index_offset + 4 * uint64_t{tile});
+}
+
+UZ_HD uint32_t ChunkEntry(const uint8_t* frame, const Layout& layout, uint32_t chunk) {
+  return LoadU32(frame + layout.index_offset + 4 * uint64_t{chunk});
+}
+
+// Where chunk c's bytes lie in the coded area, in 4-byte units from coded_offset: from its index
+// entry to where the next thing begins, which is the next tile's own table if chunk c + 1 starts
+// a tile that has one, else chunk c + 1; the last chunk ends at coded_bytes. False if the range
+// is reversed, out of bounds, or too short for the chunk's states.
+UZ_HD bool LocateChunk(const uint8_t* frame, const Layout& layout, uint64_t coded_bytes, uint32_t c, uint32_t& begin,
+                       uint32_t& end) {
+  begin = ChunkEntry(frame, layout, c);
+  const uint32_t next = c + 1;
+  if (next == layout.num_chunks) {
+    end = static_cast<uint32_t>(coded_bytes / 4);
+  } else {
+    const bool next_starts_tile = (next & ((1u << layout.tile_chunks_log2) - 1)) == 0;
+    const uint32_t tile_entry = next_starts_tile ? TileEntry(frame, layout, next >> layout.tile_chunks_log2)
+                                                 : kGlobalTableTile;
+    end = tile_entry != kGlobalTableTile ? tile_entry : ChunkEntry(frame, layout, next);
+  }
+  return begin <= end && uint64_t{end} * 4 <= coded_bytes && end - begin >= kChunkStateBytes / 4;
+}
+
+// Reads and checks the own table of `tile` into `freqs` (all 256). A sound table has at least
+// two symbols, every listed frequency non-zero, a sum of 2^12, a zero pad word where one is
+// needed, and ends exactly where the tile's first chunk begins. Sets `global` instead, and
+// leaves `freqs` alone, when the tile uses the global table.
+UZ_HD DecodeError ReadTileTable(const uint8_t* frame, const Layout& layout, uint64_t coded_bytes, uint32_t tile,
+                                uint16_t* freqs, bool& global) {
+  const uint32_t entry = TileEntry(frame, layout, tile);
+  global = entry == kGlobalTableTile;
+  if (global) return DecodeError::kOk;
+  const uint64_t at = uint64_t{entry} * 4;
+  const uint64_t chunk_at = uint64_t{ChunkEntry(frame, layout, tile << layout.tile_chunks_log2)} * 4;
+  if (at + kTileBitmapBytes > chunk_at || chunk_at > coded_bytes) return DecodeError::kBadTable;
+  const uint8_t* table = frame + layout.coded_offset + at;
+  uint32_t present = 0, sum = 0;
+  for (uint32_t s = 0; s < kAlphabetSize; ++s) {
+    freqs[s] = 0;
+    if (((table[s / 8] >> (s % 8)) & 1) == 0) continue;
+    const uint64_t word_at = kTileBitmapBytes + 2 * uint64_t{present};
+    if (at + word_at + 2 > chunk_at) return DecodeError::kBadTable;
+    freqs[s] = static_cast<uint16_t>(table[word_at] | table[word_at + 1] << 8);
+    if (freqs[s] == 0) return DecodeError::kBadTable;
+    sum += freqs[s];
+    ++present;
+  }
+  if (present < 2 || sum != kProbScale || at + TileTableBytes(present) != chunk_at) return DecodeError::kBadTable;
+  if ((present & 1) != 0 && (table[kTileBitmapBytes + 2 * present] | table[kTileBitmapBytes + 2 * present + 1]) != 0) {
+    return DecodeError::kBadTable;
+  }
+  return DecodeError::kOk;
+}
+
 }  // namespace ucclzip::codec

@@ -10,7 +10,7 @@
 namespace ucclzip::codec {
 
 inline constexpr uint32_t kFrameMagic = 0x315A4355;  // "UCZ1" little-endian
-inline constexpr uint16_t kFrameVersion = 1;
+inline constexpr uint16_t kFrameVersion = 2;
 inline constexpr uint32_t kHeaderBytes = 64;
 inline constexpr uint32_t kAlphabetSize = 256;        // one coded byte per element
 inline constexpr uint32_t kTableBytes = kAlphabetSize * 2;  // one u16 frequency per symbol
@@ -21,6 +21,18 @@ inline constexpr uint32_t kStateLow = 1u << 15;       // rANS state lives in [2^
 inline constexpr uint32_t kMinLaneSymbols = 32;  // keeps the index under 0.4 % even for fp8
 inline constexpr uint32_t kMaxLaneSymbols = 4096;
 inline constexpr uint32_t kChunkStateBytes = kLanes * 4;
+
+// Tiles: runs of consecutive chunks that share a frequency table, either the frame's global
+// table or one of their own (format version 2). A tile holds about kTileTargetElements
+// elements, and never fewer than kMinTileChunks chunks, so that the GPU decoder's blocks (one
+// warp per chunk, kMinTileChunks warps) always decode chunks of one tile together.
+inline constexpr uint64_t kTileTargetElements = 65536;
+inline constexpr uint32_t kMinTileChunksLog2 = 2;
+inline constexpr uint32_t kGlobalTableTile = 0xFFFFFFFFu;  // tile index entry: the tile uses the global table
+// A tile's own table: a 256-bit map of the symbols present, then a u16 frequency for each present
+// symbol in ascending symbol order, then a zero u16 if needed to end on a 4-byte boundary.
+inline constexpr uint32_t kTileBitmapBytes = kAlphabetSize / 8;
+inline constexpr uint32_t kMaxTileTableBytes = kTileBitmapBytes + 2 * kAlphabetSize;
 
 // How the tensor is stored. Values are part of the format.
 enum class Mode : uint8_t {
@@ -61,8 +73,11 @@ struct Layout {
   uint32_t raw_width;       // raw-plane bytes per element (split modes)
   uint32_t lane_symbols;
   uint32_t num_chunks;
-  uint64_t table_offset;
-  uint64_t index_offset;
+  uint32_t tile_chunks_log2;  // chunks per tile, log2
+  uint32_t num_tiles;
+  uint64_t table_offset;      // the global table
+  uint64_t index_offset;      // the chunk index
+  uint64_t tile_index_offset;
   uint64_t raw_offset;
   uint64_t raw_bytes;
   uint64_t coded_offset;
@@ -84,6 +99,17 @@ UZ_HD uint32_t DefaultLaneSymbols(uint64_t count) {
   return symbols;
 }
 
+// Chunks per tile (log2) for a lane length: about kTileTargetElements elements, at least
+// 2^kMinTileChunksLog2 chunks. Depends only on the lane length, so encoders agree.
+UZ_HD uint32_t TileChunksLog2(uint32_t lane_symbols) {
+  uint32_t log2 = kMinTileChunksLog2;
+  while ((uint64_t{kLanes} * lane_symbols << (log2 + 1)) <= kTileTargetElements) ++log2;
+  return log2;
+}
+
+// Bytes of a tile's own table with `present` symbols (2..256).
+UZ_HD uint32_t TileTableBytes(uint32_t present) { return kTileBitmapBytes + 2 * present + 2 * (present & 1); }
+
 // Element counts below this are framed kStored: the 512-byte table would cost more than coding
 // saves.
 inline constexpr uint64_t kMinSplitCount = 4096;
@@ -102,9 +128,12 @@ UZ_HD Layout ComputeLayout(uint32_t element_size, bool splittable, uint64_t coun
   layout.raw_width = element_size - 1;
   layout.lane_symbols = lane_symbols == 0 ? DefaultLaneSymbols(count) : lane_symbols;
   layout.num_chunks = static_cast<uint32_t>(DivCeil(count, uint64_t{kLanes} * layout.lane_symbols));
+  layout.tile_chunks_log2 = TileChunksLog2(layout.lane_symbols);
+  layout.num_tiles = static_cast<uint32_t>(DivCeil(layout.num_chunks, uint64_t{1} << layout.tile_chunks_log2));
   layout.table_offset = kHeaderBytes;
   layout.index_offset = layout.table_offset + kTableBytes;
-  layout.raw_offset = AlignUp16(layout.index_offset + uint64_t{layout.num_chunks} * 4);
+  layout.tile_index_offset = layout.index_offset + uint64_t{layout.num_chunks} * 4;
+  layout.raw_offset = AlignUp16(layout.tile_index_offset + uint64_t{layout.num_tiles} * 4);
   layout.raw_bytes = count * layout.raw_width;
   layout.coded_offset = AlignUp16(layout.raw_offset + layout.raw_bytes);
   layout.coded_capacity = count;  // one byte per symbol when stored

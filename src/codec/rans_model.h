@@ -32,6 +32,20 @@ UZ_HD uint32_t NormalizedFrequency(uint64_t count, uint64_t total, uint32_t pres
   return 1 + static_cast<uint32_t>(count * (kProbScale - present_symbols) / total);
 }
 
+// The table of a histogram of `total` symbols with `present` (>= 2) distinct values, as the GPU
+// builds it one symbol per thread: NormalizedFrequency for each, the remainder to the most
+// frequent symbol (lowest value on ties). Returns that symbol.
+UZ_HD uint32_t NormalizeHistogram(const uint64_t* histogram, uint64_t total, uint32_t present, uint16_t* freqs) {
+  uint32_t most_frequent = 0, sum = 0;
+  for (uint32_t s = 0; s < kAlphabetSize; ++s) {
+    if (histogram[s] > histogram[most_frequent]) most_frequent = s;
+    freqs[s] = static_cast<uint16_t>(NormalizedFrequency(histogram[s], total, present));
+    sum += freqs[s];
+  }
+  freqs[most_frequent] = static_cast<uint16_t>(freqs[most_frequent] + kProbScale - sum);
+  return most_frequent;
+}
+
 // Per-symbol constants for the encoder step x -> floor(x/f)*M + (x mod f) + c, computed as
 // x + bias + q*complement with q = floor(x/f) = mulhi(x, reciprocal) >> shift.
 // For f >= 2, with s = ceil(log2 f): reciprocal = ceil(2^(31+s)/f) < 2^32 and the quotient is
@@ -100,6 +114,34 @@ UZ_HD uint64_t SymbolCostBoundQ16(uint64_t count, uint32_t freq) {
   constexpr uint32_t kStepSlackQ16 = 11143;  // log2(9/8) = 0.16993, rounded up, in Q16
   uint32_t per_symbol = (kProbBits << 16) - Log2FloorQ16(freq) + kStepSlackQ16;
   return count * per_symbol;
+}
+
+// A tile takes a table of its own only when coding it with that table, plus the table's own
+// bytes, is bounded below coding it with the global table. Costs are SymbolCostBoundQ16 sums, so
+// the frame's bound (and with it the capacity proof of RansPays) only shrinks.
+UZ_HD bool TileTablePays(uint64_t own_cost_q16, uint32_t own_present, uint64_t global_cost_q16) {
+  if (own_present < 2) return false;  // one symbol has no table (2^12 does not fit a frequency)
+  const uint64_t table_q16 = uint64_t{TileTableBytes(own_present)} * 8 << 16;
+  return own_cost_q16 + table_q16 < global_cost_q16;
+}
+
+// Writes a tile's own table (frame_format.h) and returns its size.
+UZ_HD uint32_t WriteTileTable(const uint16_t* freqs, uint8_t* out) {
+  uint32_t present = 0;
+  for (uint32_t byte = 0; byte < kTileBitmapBytes; ++byte) {
+    uint32_t bits = 0;
+    for (uint32_t bit = 0; bit < 8; ++bit) bits |= (freqs[byte * 8 + bit] != 0 ? 1u : 0u) << bit;
+    out[byte] = static_cast<uint8_t>(bits);
+  }
+  for (uint32_t s = 0; s < kAlphabetSize; ++s) {
+    if (freqs[s] == 0) continue;
+    out[kTileBitmapBytes + 2 * present] = static_cast<uint8_t>(freqs[s]);
+    out[kTileBitmapBytes + 2 * present + 1] = static_cast<uint8_t>(freqs[s] >> 8);
+    ++present;
+  }
+  const uint32_t bytes = TileTableBytes(present);
+  for (uint32_t at = kTileBitmapBytes + 2 * present; at < bytes; ++at) out[at] = 0;
+  return bytes;
 }
 
 // Bytes a chunk can add beyond its symbols' cost: 32 final states, the rounding of each lane's
