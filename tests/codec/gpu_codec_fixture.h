@@ -1,4 +1,5 @@
-// What the GPU codec tests share: device buffers with guards, and a codec with a stream.
+// What the GPU codec tests share: device buffers with guards, a codec with a stream, and what
+// they ask of a frame.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -9,6 +10,8 @@
 #include <memory>
 #include <vector>
 
+#include "codec/frame_checks.h"
+#include "codec/frame_format.h"
 #include "gpu_test.h"
 #include "ucclzip/codec.h"
 
@@ -49,6 +52,19 @@ class DeviceBuffer {
   void* base_ = nullptr;
   size_t bytes_, misalign_;
 };
+
+// Tiles of a sound frame that code with a table of their own (0 unless the frame is rANS-coded).
+inline uint32_t TilesWithOwnTables(const std::vector<uint8_t>& frame) {
+  const absl::StatusOr<FrameInfo> info = ReadFrameInfo(frame.data(), frame.size());
+  EXPECT_TRUE(info.ok()) << info.status();
+  if (!info.ok() || info->mode != FrameMode::kSplitRans) return 0;
+  const codec::Layout layout = codec::ComputeLayout(ElementSize(info->dtype), true, info->count, info->lane_symbols);
+  uint32_t own = 0;
+  for (uint32_t t = 0; t < layout.num_tiles; ++t) {
+    own += codec::TileEntry(frame.data(), layout, t) != codec::kGlobalTableTile;
+  }
+  return own;
+}
 
 // A GpuCodec for up to kCount elements and a stream of its own; skips without a GPU.
 template <uint64_t kCount>

@@ -1,11 +1,16 @@
 // GPU codec: frames byte-identical to the CPU reference's, cross-decoding both ways, awkward
-// sizes and alignments, long sequences on one stream, and hostile frames. Skips without a GPU.
+// sizes and alignments, tiles with tables of their own, long sequences on one stream, and hostile
+// frames. Skips without a GPU.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <memory>
 #include <random>
+#include <set>
 
+#include "codec/frame_checks.h"
 #include "codec/frame_format.h"
 #include "codec_test_util.h"
 #include "gpu_codec_fixture.h"
@@ -27,10 +32,15 @@ class GpuCodecTest : public GpuCodecFixture<64ull << 20> {
   // frame. `in_misalign`/`out_misalign` shift the user buffers off alignment.
   void CheckAgainstCpu(DataType dtype, const std::vector<uint8_t>& tensor, const CodecOptions& options = {},
                        size_t in_misalign = 0, size_t out_misalign = 0) {
+    CheckAgainstCpuFrame(dtype, tensor, CompressToVector(tensor, dtype, options), options, in_misalign, out_misalign);
+  }
+
+  // CheckAgainstCpu, given the CPU's frame of `tensor`.
+  void CheckAgainstCpuFrame(DataType dtype, const std::vector<uint8_t>& tensor, const std::vector<uint8_t>& cpu_frame,
+                            const CodecOptions& options, size_t in_misalign = 0, size_t out_misalign = 0) {
     const uint64_t count = tensor.size() / ElementSize(dtype);
     SCOPED_TRACE(::testing::Message() << DataTypeName(dtype) << " x" << count << " lane_symbols "
                                       << options.lane_symbols << " misalign " << in_misalign << "/" << out_misalign);
-    const auto cpu_frame = CompressToVector(tensor, dtype, options);
     ASSERT_FALSE(cpu_frame.empty());
     const uint64_t capacity = MaxFrameBytes(dtype, count);
     DeviceBuffer input(tensor.size(), in_misalign), frame(capacity), output(tensor.size(), out_misalign);
@@ -74,6 +84,43 @@ TEST_F(GpuCodecTest, MatchesCpuForEveryLaneLength) {
   }
 }
 
+// Tensors whose scale changes along them, as a checkpoint's tensors laid end to end do: most
+// tiles take tables of their own, and the GPU's frames are still the CPU's, for every type.
+TEST_F(GpuCodecTest, MatchesCpuOnNonStationaryTensors) {
+  for (DataType dtype : CompressibleTypes()) {
+    const uint64_t block = 150'000, count = 20 * block + 17;
+    const auto tensor = MixedScaleTensor(dtype, count, block, 21);
+    const auto cpu_frame = CompressToVector(tensor, dtype);
+    const uint64_t tiles = codec::DivCeil(count, codec::kTileTargetElements);  // the default lanes: 64 symbols
+    EXPECT_GT(TilesWithOwnTables(cpu_frame), tiles / 2) << DataTypeName(dtype) << ": the test shows little";
+    CheckAgainstCpuFrame(dtype, tensor, cpu_frame, {});
+    if (HasFatalFailure()) return;
+  }
+}
+
+// One tile, a partial last tile (ending in a partial chunk) and several tiles, at lane lengths
+// from the shortest (64 chunks a tile) to the longest (4 chunks a tile), on data that changes
+// scale within a tile and holds IEEE special values and random bytes.
+TEST_F(GpuCodecTest, MatchesCpuAtEveryTileCountAndLaneLength) {
+  uint32_t own_tables = 0;
+  for (DataType dtype : {DataType::kBFloat16, DataType::kFloat32, DataType::kFloat8E4M3}) {
+    for (uint32_t lane_symbols : {32u, 128u, 512u, 1024u, 4096u}) {
+      const uint64_t chunk = uint64_t{codec::kLanes} * lane_symbols;
+      const uint64_t tile = chunk << codec::TileChunksLog2(lane_symbols);
+      for (uint64_t count : {tile, 2 * tile + chunk / 2 + 3, 5 * tile - 1}) {
+        const CodecOptions options{.lane_symbols = lane_symbols};
+        const auto tensor = MixedScaleTensor(dtype, count, tile / 2 + 1001, count,
+                                             {{DistKind::kSpecialValues, 0}, {DistKind::kRandomBytes, 0}});
+        const auto cpu_frame = CompressToVector(tensor, dtype, options);
+        own_tables += TilesWithOwnTables(cpu_frame);
+        CheckAgainstCpuFrame(dtype, tensor, cpu_frame, options);
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+  EXPECT_GT(own_tables, 50u) << "the tensors should give many tiles tables of their own";
+}
+
 TEST_F(GpuCodecTest, UnalignedUserBuffers) {
   for (DataType dtype : CompressibleTypes()) {
     const auto tensor = GenerateTensor(dtype, 250001, {DistKind::kGaussian, 1.0}, 8);
@@ -90,8 +137,13 @@ TEST_F(GpuCodecTest, StoredTypesAndStoredOption) {
 }
 
 TEST_F(GpuCodecTest, LargeTensor) {
-  const uint64_t count = 64ull << 20;  // 128 MB of bf16
+  const uint64_t count = 64ull << 20;  // 128 MB of bf16: 512 tiles of 4 chunks of 32 lanes of 1024 symbols
   CheckAgainstCpu(DataType::kBFloat16, GenerateTensor(DataType::kBFloat16, count, {DistKind::kGaussian, 0.02}, 2));
+  // Its scale changing every 3M elements, most tiles take tables of their own.
+  const auto mixed = MixedScaleTensor(DataType::kBFloat16, count, 3'000'017, 2);
+  const auto cpu_frame = CompressToVector(mixed, DataType::kBFloat16);
+  EXPECT_GT(TilesWithOwnTables(cpu_frame), 256u);
+  CheckAgainstCpuFrame(DataType::kBFloat16, mixed, cpu_frame, {});
 }
 
 TEST_F(GpuCodecTest, ManyCallsQueuedOnOneStream) {
@@ -115,6 +167,59 @@ TEST_F(GpuCodecTest, ManyCallsQueuedOnOneStream) {
   }
   ASSERT_TRUE(codec_->StreamStatus(stream_).ok());
   for (int i = 0; i < kCalls; ++i) EXPECT_TRUE(outputs[i]->Download(tensors[i].size()) == tensors[i]) << i;
+}
+
+// Calls queued on one stream with no wait between them: frames whose tiles take their own
+// tables, frames with the global table only, and frames of the modes without tiles, in turn,
+// of several types and lane lengths. Each is the CPU's frame, so no call used a count, a table
+// or a size that an earlier call left in the workspace.
+TEST_F(GpuCodecTest, QueuedCallsLeaveNoTileStateBehind) {
+  constexpr int kCalls = 16;
+  constexpr DataType kTypes[] = {DataType::kFloat16, DataType::kBFloat16, DataType::kFloat8E5M2, DataType::kFloat32};
+  struct Call {
+    DataType dtype;
+    CodecOptions options;
+    std::vector<uint8_t> tensor;
+    std::unique_ptr<DeviceBuffer> input, frame;
+  };
+  std::vector<Call> calls(kCalls);
+  uint32_t own_tables = 0;
+  for (int i = 0; i < kCalls; ++i) {
+    Call& call = calls[i];
+    call.dtype = kTypes[i % 4];
+    call.options.lane_symbols = i % 3 == 0 ? 0 : 32u << (i % 3);
+    const uint64_t count = 300'000 + 77'777ull * i;
+    switch (i % 4) {
+      case 0:
+      case 2: call.tensor = MixedScaleTensor(call.dtype, count, 40'000 + 1'000ull * i, i); break;  // own tables
+      case 1: call.tensor = GenerateTensor(call.dtype, count, {DistKind::kGaussian, 0.02}, i); break;  // global only
+      case 3:  // split, stored symbols or a constant one
+        call.tensor =
+            GenerateTensor(call.dtype, count, {i % 8 == 3 ? DistKind::kRandomBytes : DistKind::kConstant, 0.5}, i);
+        break;
+    }
+    const uint64_t capacity = MaxFrameBytes(call.dtype, count);
+    call.input = std::make_unique<DeviceBuffer>(call.tensor.size());
+    call.frame = std::make_unique<DeviceBuffer>(capacity);
+    call.input->Upload(call.tensor);
+  }
+  for (Call& call : calls) {
+    const uint64_t count = call.tensor.size() / ElementSize(call.dtype);
+    ASSERT_TRUE(codec_->Compress(call.input->get(), count, call.dtype, call.frame->get(),
+                                 MaxFrameBytes(call.dtype, count), stream_, call.options)
+                    .ok());
+  }
+  ASSERT_TRUE(codec_->StreamStatus(stream_).ok());
+  std::set<FrameMode> modes;
+  for (int i = 0; i < kCalls; ++i) {
+    const Call& call = calls[i];
+    const auto cpu_frame = CompressToVector(call.tensor, call.dtype, call.options);
+    own_tables += TilesWithOwnTables(cpu_frame);
+    modes.insert(ReadFrameInfo(cpu_frame.data(), cpu_frame.size())->mode);
+    EXPECT_TRUE(call.frame->Download(cpu_frame.size()) == cpu_frame) << "call " << i << " differs from the CPU's frame";
+  }
+  EXPECT_GT(own_tables, 20u);
+  EXPECT_EQ(modes.size(), 3u) << "rANS, stored symbols and a constant symbol";
 }
 
 TEST_F(GpuCodecTest, SplitEventMarksTheRawPlane) {
@@ -168,6 +273,74 @@ TEST_F(GpuCodecTest, HostileFramesGiveErrorsNotFaults) {
   EXPECT_GT(rejected, 150);
   // The codec stays usable after errors.
   CheckAgainstCpu(DataType::kBFloat16, tensor);
+}
+
+// Garbage in the tile index, in the tiles' own tables, and in the chunk entries that end them,
+// in a frame whose tiles all have tables of their own and in one whose tiles but one use the
+// global table: the GPU's verdict is the CPU's, and the decoder writes nothing outside its
+// output (this test also runs under compute-sanitizer's memcheck, which sees any read out of
+// bounds).
+TEST_F(GpuCodecTest, HostileTileIndexAndTablesGiveErrorsNotFaults) {
+  const DataType dtype = DataType::kBFloat16;
+  const uint64_t count = 1'000'003;
+  const CodecOptions options{.lane_symbols = 64};
+  const codec::Layout layout = codec::ComputeLayout(ElementSize(dtype), true, count, options.lane_symbols);
+  // A Gaussian with a short run at another scale: only the run's tile pays for a table.
+  auto mostly_global = GenerateTensor(dtype, count, {DistKind::kGaussian, 0.02}, 8);
+  const auto run = GenerateTensor(dtype, 2'000, {DistKind::kGaussian, 1.0}, 9);
+  std::copy(run.begin(), run.end(), mostly_global.begin() + 2 * 300'000);
+  const auto store_u32 = [](std::vector<uint8_t>& frame, uint64_t at, uint32_t value) {
+    std::memcpy(&frame[at], &value, 4);
+  };
+  std::mt19937_64 rng(3);
+  int rejected = 0, trials = 0;
+  for (const auto& tensor : {MixedScaleTensor(dtype, count, 90'000, 8), mostly_global}) {
+    const auto good = CompressToVector(tensor, dtype, options);
+    const auto info = ReadFrameInfo(good.data(), good.size());
+    ASSERT_TRUE(info.ok());
+    ASSERT_EQ(info->mode, FrameMode::kSplitRans);
+    std::vector<uint32_t> own_tiles;
+    for (uint32_t t = 0; t < layout.num_tiles; ++t) {
+      if (codec::TileEntry(good.data(), layout, t) != codec::kGlobalTableTile) own_tiles.push_back(t);
+    }
+    ASSERT_FALSE(own_tiles.empty()) << "the test needs tiles with their own tables";
+    for (int trial = 0; trial < 120; ++trial, ++trials) {
+      auto bad = good;
+      const uint32_t any_tile = static_cast<uint32_t>(rng() % layout.num_tiles);
+      const uint32_t own_tile = own_tiles[rng() % own_tiles.size()];
+      const uint64_t any_entry = layout.tile_index_offset + 4ull * any_tile;
+      const uint64_t own_entry = layout.tile_index_offset + 4ull * own_tile;
+      const uint32_t table_at = codec::TileEntry(good.data(), layout, own_tile);  // 4-byte units
+      const uint64_t first_chunk_entry = layout.index_offset + 4ull * (own_tile << layout.tile_chunks_log2);
+      const uint32_t first_chunk_at = codec::LoadU32(&good[first_chunk_entry]);
+      switch (trial % 6) {
+        case 0: bad[any_entry + rng() % 4] ^= 1 + rng() % 255; break;                           // a byte of an entry
+        case 1: store_u32(bad, own_entry, codec::kGlobalTableTile); break;                       // a table ignored
+        case 2: store_u32(bad, any_entry, static_cast<uint32_t>(rng() % (info->coded_bytes / 4 + 2))); break;
+        case 3: store_u32(bad, own_entry, rng() % 2 == 0 ? table_at + 1 : table_at - 1); break;  // a table moved
+        case 4:  // a byte of a table: its bitmap, a frequency or the pad word
+          bad[layout.coded_offset + 4ull * table_at + rng() % (4ull * (first_chunk_at - table_at))] ^= 1 + rng() % 255;
+          break;
+        case 5:  // the end of a table: its tile's first chunk entry
+          store_u32(bad, first_chunk_entry, rng() % 2 == 0 ? first_chunk_at - 1 : static_cast<uint32_t>(rng()));
+          break;
+      }
+      SCOPED_TRACE(::testing::Message() << own_tiles.size() << " tiles with their own tables, trial " << trial);
+      DeviceBuffer frame(bad.size()), output(tensor.size());
+      frame.Upload(bad);
+      ASSERT_TRUE(codec_->Decompress(frame.get(), bad.size(), dtype, output.get(), count, stream_).ok());
+      const absl::Status status = codec_->StreamStatus(stream_);
+      std::vector<uint8_t> decoded(tensor.size());
+      const absl::Status cpu = DecompressHost(bad.data(), bad.size(), dtype, decoded.data(), count);
+      EXPECT_EQ(status.ok(), cpu.ok()) << "GPU " << status << " CPU " << cpu;
+      if (status.ok() && cpu.ok()) EXPECT_TRUE(output.Download(tensor.size()) == decoded);
+      EXPECT_TRUE(output.GuardsIntact());
+      rejected += !status.ok();
+    }
+  }
+  EXPECT_GT(rejected, trials * 3 / 4);
+  // The codec stays usable after errors.
+  CheckAgainstCpu(dtype, mostly_global, options);
 }
 
 // QueueStatusRead and CompletedStatus give each call's verdict once an event after the read has

@@ -1,8 +1,8 @@
 // GPU decompress-and-combine: the bits of Decompress followed by ReduceOnDevice, and of the CPU's
 // DecompressHost followed by ReduceOnHost, for every compressed type, operator (avg with and
 // without its divisor), frame mode and awkward size, in place and out of place, aligned or not,
-// on data full of special values; corrupt frames give errors, never faults or writes outside
-// the result. Skips without a GPU.
+// on data full of special values, on frames whose tiles have tables of their own; corrupt
+// frames give errors, never faults or writes outside the result. Skips without a GPU.
 #include <cuda_runtime_api.h>
 #include <gtest/gtest.h>
 
@@ -175,6 +175,22 @@ TEST_F(GpuCombineTest, EveryFrameModeOfEveryType) {
   }
 }
 
+// Frames whose tiles code with tables of their own (format v2), at the default lanes (32 chunks
+// a tile) and the longest (4 chunks a tile, one decoding block's worth).
+TEST_F(GpuCombineTest, FramesWithTilesOwnTables) {
+  for (DataType dtype : CompressibleTypes()) {
+    const uint64_t count = 1'000'003;
+    const auto received = MixedScaleTensor(dtype, count, 300'001, 14);
+    const auto local = GenerateTensor(dtype, count, {DistKind::kGaussian, 1.0}, 15);
+    for (const CodecOptions options : {CodecOptions{}, CodecOptions{.lane_symbols = 4096}}) {
+      SCOPED_TRACE(::testing::Message() << DataTypeName(dtype) << " lane_symbols " << options.lane_symbols);
+      EXPECT_GT(TilesWithOwnTables(CompressToVector(received, dtype, options)), 0u) << "the test shows nothing";
+      EXPECT_EQ(CheckCombinations(dtype, received, local, options), FrameMode::kSplitRans);
+      if (HasFailure()) return;
+    }
+  }
+}
+
 TEST_F(GpuCombineTest, UnalignedLocalAndResult) {
   for (DataType dtype : CompressibleTypes()) {
     const uint64_t count = 100'003;
@@ -190,15 +206,26 @@ TEST_F(GpuCombineTest, UnalignedLocalAndResult) {
 
 // Flipped bytes in every part of a frame and truncations, combined in place: the status is the
 // CPU decoder's verdict, nothing outside the result is written, and a frame that the checks
-// cannot tell from a sound one (a flip in the raw plane) combines as the CPU decodes it.
+// cannot tell from a sound one (a flip in the raw plane) combines as the CPU decodes it. The
+// coded frames are of a Gaussian (the global table only) and of a tensor whose scale changes
+// (tiles with their own tables, which the flips in the coded area also hit).
 TEST_F(GpuCombineTest, CorruptFramesGiveErrorsNotFaults) {
   const DataType dtype = DataType::kBFloat16;
   const uint64_t count = 200'000;
-  const auto tensor = GenerateTensor(dtype, count, {DistKind::kGaussian, 0.02}, 12);
+  const auto gaussian = GenerateTensor(dtype, count, {DistKind::kGaussian, 0.02}, 12);
+  const auto mixed = MixedScaleTensor(dtype, count, 30'000, 16);
   const auto local = GenerateTensor(dtype, count, {DistKind::kGaussian, 0.02}, 13);
   std::mt19937_64 rng(2);
   int rejected = 0, trials = 0;
-  for (const CodecOptions& options : {CodecOptions{.lane_symbols = 64}, CodecOptions{.compress = false}}) {
+  struct Source {
+    const char* name;
+    const std::vector<uint8_t>& tensor;
+    CodecOptions options;
+  };
+  const Source sources[] = {{"rANS, global table", gaussian, {.lane_symbols = 64}},
+                            {"rANS, own tables", mixed, {.lane_symbols = 64}},
+                            {"stored", gaussian, {.compress = false}}};
+  for (const auto& [name, tensor, options] : sources) {
     const auto good = CompressToVector(tensor, dtype, options);
     const absl::StatusOr<FrameInfo> info = ReadFrameInfo(good.data(), good.size());
     ASSERT_TRUE(info.ok()) << info.status();
@@ -218,7 +245,7 @@ TEST_F(GpuCombineTest, CorruptFramesGiveErrorsNotFaults) {
         case 3: bad[info->raw_offset + rng() % info->raw_bytes] ^= 1 + rng() % 255; break;  // raw plane
         case 4: frame_bytes = rng() % bad.size(); break;                                    // truncation
       }
-      SCOPED_TRACE(::testing::Message() << (coded ? "rANS" : "stored") << " frame, trial " << trial);
+      SCOPED_TRACE(::testing::Message() << name << " frame, trial " << trial);
       DeviceBuffer frame(bad.size()), result(local.size(), trial % 3);
       frame.Upload(bad);
       result.Upload(local);
@@ -238,11 +265,11 @@ TEST_F(GpuCombineTest, CorruptFramesGiveErrorsNotFaults) {
       rejected += !status.ok();
     }
   }
-  // Header, table, stream and truncation trials of the rANS frame, header and truncation ones of
+  // Header, table, stream and truncation trials of the rANS frames, header and truncation ones of
   // the stored frame, are almost all rejected.
   EXPECT_GT(rejected, trials / 2);
   // The codec stays usable after errors.
-  CheckCombinations(dtype, tensor, local);
+  CheckCombinations(dtype, mixed, local);
 }
 
 TEST_F(GpuCombineTest, RejectsBadArguments) {

@@ -1,8 +1,10 @@
 // Decode stage, in one kernel for every mode. Each block checks the header against what the
-// caller expects before touching anything else; in rANS mode it checks the table, builds the
-// 4096-entry slot table in shared memory, and its warps decode whole chunks (their words
-// streamed through a shared-memory ring), joining symbols with the raw plane as they go. Any check that
-// fails records an error word and stops the work that depended on it.
+// caller expects before touching anything else; in rANS mode it checks the global table, then
+// decodes a run of groups of kDecodeWarps consecutive chunks, one chunk per warp (its words
+// streamed through a shared-memory ring), joining symbols with the raw plane as they go. The
+// 4096-entry slot table in shared memory holds the table of the group's tile (the global one or
+// the tile's own, read and checked when the block first needs it). Any check that fails records
+// an error word and stops the work that depended on it.
 //
 // Every decoded element goes through a store (DecodeFrame's `Store`): StoreDecoded writes it to
 // the output, which is DecodeKernel; combine_kernel.cuh's store combines it with the caller's
@@ -74,15 +76,12 @@ struct StoreDecoded {
 };
 
 template <typename Split, typename Store>
-__device__ void DecodeChunk(const DecodeArgs& args, const Header& h, const uint32_t* slots, uint8_t* ring_memory,
-                            uint32_t chunk, const Store& store) {
+__device__ void DecodeChunk(const DecodeArgs& args, const Header& h, const Layout& layout, const uint32_t* slots,
+                            uint8_t* ring_memory, uint32_t chunk, const Store& store) {
   const uint32_t lane = threadIdx.x & 31;
   const uint64_t chunk_elements = uint64_t{kLanes} << h.lane_symbols_log2;
-  const uint64_t num_chunks = DivCeil(h.count, chunk_elements);
-  const uint32_t* index = reinterpret_cast<const uint32_t*>(args.frame + kHeaderBytes + kTableBytes);
-  const uint32_t begin = index[chunk];
-  const uint32_t end = chunk + 1 < num_chunks ? index[chunk + 1] : static_cast<uint32_t>(h.coded_bytes / 4);
-  if (begin > end || uint64_t{end} * 4 > h.coded_bytes || end - begin < kChunkStateBytes / 4) {
+  uint32_t begin, end;
+  if (!LocateChunk(args.frame, layout, h.coded_bytes, chunk, begin, end)) {
     if (lane == 0) RecordError(args.error_word, MakeErrorWord(DecodeError::kBadIndex, chunk));
     return;
   }
@@ -195,41 +194,155 @@ __device__ inline void BuildSlots(const uint16_t* freqs, uint32_t* slots) {
   __syncthreads();
 }
 
+// The block's sum of one value per thread, returned to every thread.
+__device__ inline uint32_t DecodeBlockSum(uint32_t value) {
+  using Reduce = cub::BlockReduce<uint32_t, kDecodeThreads>;
+  __shared__ typename Reduce::TempStorage storage;
+  __shared__ uint32_t result;
+  const uint32_t sum = Reduce(storage).Sum(value);
+  if (threadIdx.x == 0) result = sum;
+  __syncthreads();
+  const uint32_t all = result;
+  __syncthreads();  // every thread has read it, and the reduction is done with its storage
+  return all;
+}
+
+// Loads the global table into `freqs` and checks it as CheckTable does (frame_checks.h), two
+// symbols per thread. Called by the whole block; the verdict goes to every thread.
+__device__ inline bool LoadGlobalTable(const uint8_t* frame, uint16_t* freqs) {
+  static_assert(2 * kDecodeThreads == kAlphabetSize);
+  const auto* table = reinterpret_cast<const uint16_t*>(frame + kHeaderBytes);
+  const uint32_t s0 = threadIdx.x, s1 = threadIdx.x + kDecodeThreads;
+  const uint32_t f0 = table[s0], f1 = table[s1];
+  freqs[s0] = static_cast<uint16_t>(f0);
+  freqs[s1] = static_cast<uint16_t>(f1);
+  const uint32_t present = __syncthreads_count(f0 != 0) + __syncthreads_count(f1 != 0);
+  return DecodeBlockSum(f0 + f1) == kProbScale && present >= 2;
+}
+
+// Reads the own table of `tile` into `freqs` and checks it by ReadTileTable's rules
+// (frame_checks.h), two symbols per thread: each present symbol finds its frequency by the
+// count of present symbols below it in the bitmap. Called by the whole block; the verdict goes
+// to every thread. Whatever the index holds, nothing is read outside [0, coded_bytes) of the
+// coded area.
+__device__ inline bool ReadOwnTable(const uint8_t* frame, const Layout& layout, uint64_t coded_bytes, uint32_t tile,
+                                    uint16_t* freqs) {
+  const uint64_t at = uint64_t{TileEntry(frame, layout, tile)} * 4;
+  const uint64_t chunk_at = uint64_t{ChunkEntry(frame, layout, tile << layout.tile_chunks_log2)} * 4;
+  if (at + kTileBitmapBytes > chunk_at || chunk_at > coded_bytes) return false;
+  const uint8_t* table = frame + layout.coded_offset + at;
+  // The bitmap as little-endian words, symbol s at bit s % 32 of word s / 32; 4-byte aligned, as
+  // `at` counts 4-byte units from the 16-byte aligned coded area.
+  const auto* bitmap = reinterpret_cast<const uint32_t*>(table);
+  constexpr uint32_t kBitmapWords = kTileBitmapBytes / 4;
+  uint32_t present = 0;
+  for (uint32_t w = 0; w < kBitmapWords; ++w) present += __popc(bitmap[w]);
+  bool sound = true;
+  uint32_t sum = 0;
+  for (uint32_t s = threadIdx.x; s < kAlphabetSize; s += kDecodeThreads) {
+    const uint32_t word = bitmap[s / 32], bit = s % 32;
+    uint32_t freq = 0;
+    if ((word >> bit) & 1) {
+      uint32_t rank = __popc(word & ((1u << bit) - 1));
+      for (uint32_t w = 0; w < s / 32; ++w) rank += __popc(bitmap[w]);
+      const uint64_t word_at = kTileBitmapBytes + 2 * uint64_t{rank};
+      if (at + word_at + 2 <= chunk_at) {
+        freq = table[word_at] | table[word_at + 1] << 8;
+        sound = sound && freq != 0;
+      } else {
+        sound = false;
+      }
+    }
+    freqs[s] = static_cast<uint16_t>(freq);
+    sum += freq;
+  }
+  sound = __syncthreads_and(sound);
+  sum = DecodeBlockSum(sum);
+  if (!sound || present < 2 || sum != kProbScale || at + TileTableBytes(present) != chunk_at) return false;
+  // An odd count's pad word lies inside the table, whose size has just been checked.
+  return present % 2 == 0 || (table[kTileBitmapBytes + 2 * present] | table[kTileBitmapBytes + 2 * present + 1]) == 0;
+}
+
+// Puts the table of `tile`'s chunks in the slot table: the global table, or the tile's own, read
+// and checked first. Called by the whole block between groups; false, with the error recorded
+// (detail: the tile + 1, as the CPU decoder gives it), if the own table is refused.
+__device__ inline bool LoadTable(const uint8_t* frame, const Layout& layout, uint64_t coded_bytes, uint32_t tile,
+                                 bool global, uint16_t* freqs, uint32_t* slots, uint32_t* error_word) {
+  __syncthreads();  // every warp is done with the slots (and freqs) of the table before
+  const bool sound = global ? LoadGlobalTable(frame, freqs) : ReadOwnTable(frame, layout, coded_bytes, tile, freqs);
+  if (!sound) {
+    if (threadIdx.x == 0) RecordError(error_word, MakeErrorWord(DecodeError::kBadTable, tile + 1));
+    return false;
+  }
+  __syncthreads();  // freqs are complete
+  BuildSlots(freqs, slots);
+  return true;
+}
+
+// The rANS chunks of a checked frame: each block decodes a run of groups of kDecodeWarps
+// consecutive chunks, one chunk per warp. A group lies in one tile (a tile is a power of two of
+// at least kDecodeWarps chunks), and consecutive groups mostly share their tile's table, which
+// the slot table then keeps: the block loads a table only when its groups' table changes.
+template <typename Split, typename Store>
+__device__ void DecodeTiles(const DecodeArgs& args, const Header& h, const Layout& layout, uint16_t* freqs,
+                            uint8_t* shared, const Store& store) {
+  static_assert((kDecodeWarps & (kDecodeWarps - 1)) == 0 && kDecodeWarps <= (1 << kMinTileChunksLog2),
+                "a group of chunks never straddles tiles");
+  constexpr uint32_t kNoTable = kGlobalTableTile - 1;  // no tile has this number
+  uint32_t* slots = reinterpret_cast<uint32_t*>(shared);
+  uint8_t* ring = shared + kProbScale * 4 + (threadIdx.x / 32) * WordRing::kRingBytes;
+  const uint64_t num_groups = DivCeil(layout.num_chunks, kDecodeWarps);
+  const auto first_group = static_cast<uint32_t>(blockIdx.x * num_groups / gridDim.x);
+  const auto end_group = static_cast<uint32_t>((blockIdx.x + 1) * num_groups / gridDim.x);
+  // The table in the slots: kGlobalTableTile, the tile whose own table it is, or kNoTable (a
+  // refused table leaves none, so each group of its tile is refused in turn). Every thread reads
+  // the same index entries, so every thread takes the same branches to LoadTable.
+  uint32_t loaded = kNoTable;
+  for (uint32_t group = first_group; group < end_group; ++group) {
+    const uint32_t first_chunk = group * kDecodeWarps;
+    const uint32_t tile = first_chunk >> layout.tile_chunks_log2;
+    const bool global = TileEntry(args.frame, layout, tile) == kGlobalTableTile;
+    const uint32_t table = global ? kGlobalTableTile : tile;
+    if (table != loaded) {
+      const bool sound = LoadTable(args.frame, layout, h.coded_bytes, tile, global, freqs, slots, args.error_word);
+      loaded = sound ? table : kNoTable;
+    }
+    const uint32_t chunk = first_chunk + threadIdx.x / 32;
+    if (loaded != kNoTable && chunk < layout.num_chunks) DecodeChunk<Split>(args, h, layout, slots, ring, chunk, store);
+  }
+}
+
 // The body of a decode kernel: checks, then every element of the frame through `store`.
 template <typename Split, typename Store>
 __device__ __forceinline__ void DecodeFrame(const DecodeArgs& args, const Store& store) {
   extern __shared__ __align__(16) uint8_t shared[];
   __shared__ Header h;
+  __shared__ Layout layout;  // rANS frames
   __shared__ uint16_t freqs[kAlphabetSize];
   __shared__ uint32_t verdict;
   if (threadIdx.x == 0) {
     verdict = static_cast<uint32_t>(DecodeError::kTruncated);
     if (args.frame_capacity >= kHeaderBytes) {
       h = *reinterpret_cast<const Header*>(args.frame);
-      verdict = static_cast<uint32_t>(
-          CheckHeader(h, args.frame_capacity, args.dtype, args.count, args.element_size, args.splittable));
+      const DecodeError e =
+          CheckHeader(h, args.frame_capacity, args.dtype, args.count, args.element_size, args.splittable);
+      verdict = MakeErrorWord(e, e == DecodeError::kBadVersion ? h.version : 0);  // the version, as the CPU names it
+      if (verdict == 0 && static_cast<Mode>(h.mode) == Mode::kSplitRans) {
+        layout = ComputeLayout(args.element_size, true, h.count, 1u << h.lane_symbols_log2);
+      }
     }
   }
   __syncthreads();
-  if (verdict == 0 && static_cast<Mode>(h.mode) == Mode::kSplitRans) {
-    for (uint32_t s = threadIdx.x; s < kAlphabetSize; s += kDecodeThreads) {
-      freqs[s] = reinterpret_cast<const uint16_t*>(args.frame + kHeaderBytes)[s];
-    }
-    __syncthreads();
-    // The table check of frame_checks.h, one pair of symbols per thread.
-    static_assert(2 * kDecodeThreads == kAlphabetSize);
-    using Reduce = cub::BlockReduce<uint32_t, kDecodeThreads>;
-    __shared__ typename Reduce::TempStorage reduce;
-    const uint32_t f0 = freqs[2 * threadIdx.x], f1 = freqs[2 * threadIdx.x + 1];
-    const uint32_t sum = Reduce(reduce).Sum(f0 + f1);
-    const uint32_t present = __syncthreads_count(f0 != 0) + __syncthreads_count(f1 != 0);
-    if (threadIdx.x == 0 && (sum != kProbScale || present < 2)) verdict = static_cast<uint32_t>(DecodeError::kBadTable);
-    __syncthreads();
+  const bool rans = verdict == 0 && static_cast<Mode>(h.mode) == Mode::kSplitRans;
+  if (rans && !LoadGlobalTable(args.frame, freqs) && threadIdx.x == 0) {
+    verdict = static_cast<uint32_t>(DecodeError::kBadTable);
   }
+  __syncthreads();
   if (verdict != 0) {
     if (threadIdx.x == 0) RecordError(args.error_word, verdict);
     return;
   }
+  if (rans) return DecodeTiles<Split>(args, h, layout, freqs, shared, store);
   const uint64_t thread = blockIdx.x * uint64_t{kDecodeThreads} + threadIdx.x;
   const uint64_t threads = gridDim.x * uint64_t{kDecodeThreads};
   const Mode mode = static_cast<Mode>(h.mode);
@@ -238,21 +351,10 @@ __device__ __forceinline__ void DecodeFrame(const DecodeArgs& args, const Store&
     return;
   }
   const uint8_t* raw_plane = args.frame + h.raw_offset;
-  if (mode != Mode::kSplitRans) {
-    const uint8_t* symbols = args.frame + h.coded_offset;
-    for (uint64_t i = thread; i < h.count; i += threads) {
-      const uint32_t symbol = mode == Mode::kSplitConstant ? h.constant_symbol : symbols[i];
-      store(i, Split::Join(LoadRaw<Split>(raw_plane, i), symbol), store.Load(i));
-    }
-    return;
-  }
-  uint32_t* slots = reinterpret_cast<uint32_t*>(shared);
-  BuildSlots(freqs, slots);
-  uint8_t* ring = shared + kProbScale * 4 + (threadIdx.x / 32) * WordRing::kRingBytes;
-  const uint32_t num_chunks = static_cast<uint32_t>(DivCeil(h.count, uint64_t{kLanes} << h.lane_symbols_log2));
-  for (uint32_t chunk = blockIdx.x * kDecodeWarps + threadIdx.x / 32; chunk < num_chunks;
-       chunk += gridDim.x * kDecodeWarps) {
-    DecodeChunk<Split>(args, h, slots, ring, chunk, store);
+  const uint8_t* symbols = args.frame + h.coded_offset;
+  for (uint64_t i = thread; i < h.count; i += threads) {
+    const uint32_t symbol = mode == Mode::kSplitConstant ? h.constant_symbol : symbols[i];
+    store(i, Split::Join(LoadRaw<Split>(raw_plane, i), symbol), store.Load(i));
   }
 }
 

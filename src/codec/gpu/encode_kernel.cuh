@@ -1,7 +1,9 @@
 // Encode stage: one warp codes one chunk of 32 interleaved rANS lanes, running backwards over
-// its symbols. Renormalisation words go to a per-chunk scratch area in emission order; the
-// chunk's place in the frame comes from a decoupled look-back over the chunks' sizes (CUB), and
-// the words are then written reversed, in the order the decoder reads them.
+// its symbols, with its tile's table (the global one, or the tile's own). Renormalisation words
+// go to a per-chunk scratch area in emission order; the chunk's place in the frame comes from a
+// decoupled look-back over the chunks' sizes (CUB), and the words are then written reversed, in
+// the order the decoder reads them. The first chunk of a tile with its own table also places
+// the table, just before itself: its size in the look-back counts the table's bytes too.
 #pragma once
 
 #include <cub/agent/single_pass_scan_operators.cuh>
@@ -24,6 +26,7 @@ struct EncodeArgs {
   DeviceWorkspace* workspace;
   ChunkScanState chunk_scan;
   uint16_t* scratch;  // >= count words: a chunk emits at most one word per symbol
+  TileWorkspace tiles;  // the tiles' own tables, from the tile model
 };
 
 using ChunkPrefixOp = cub::TilePrefixCallbackOp<uint32_t, cuda::std::plus<uint32_t>, ChunkScanState>;
@@ -33,6 +36,20 @@ __device__ void StoreSymbols(const EncodeArgs& args, uint64_t first, uint64_t ch
   uint8_t* symbols = args.frame + args.layout.coded_offset;
   for (uint64_t e = threadIdx.x; e < chunk_count; e += 32) {
     symbols[first + e] = static_cast<uint8_t>(Split::Symbol(LoadElement<Split, kAligned>(args.input, first + e)));
+  }
+}
+
+// Written by the warp of a tile's first chunk, at `place` in the coded area: the tile's own table
+// of `table_bytes` (none if 0) and the tile's index entry.
+__device__ inline void PlaceTileTable(const EncodeArgs& args, uint32_t tile, uint32_t table_bytes, uint32_t place,
+                                      uint8_t* coded) {
+  const uint32_t lane = threadIdx.x;
+  const auto* staged = reinterpret_cast<const uint32_t*>(args.tiles.tables + uint64_t{tile} * kMaxTileTableBytes);
+  auto* out = reinterpret_cast<uint32_t*>(coded + place);  // table sizes and places are multiples of 4
+  for (uint32_t i = lane; i < table_bytes / 4; i += 32) out[i] = staged[i];
+  if (lane == 0) {
+    reinterpret_cast<uint32_t*>(args.frame + args.layout.tile_index_offset)[tile] =
+        table_bytes != 0 ? place / 4 : kGlobalTableTile;
   }
 }
 
@@ -59,7 +76,11 @@ __global__ void __launch_bounds__(32) EncodeKernel(EncodeArgs args) {
   if (mode == Mode::kSplitStored) return StoreSymbols<Split, kAligned>(args, first, chunk_count);
   if (mode != Mode::kSplitRans) return;
 
-  for (uint32_t s = lane; s < kAlphabetSize; s += 32) symbols[s] = ws->symbols[s];
+  const uint32_t tile = chunk >> args.layout.tile_chunks_log2;
+  const uint32_t tile_table_bytes = args.tiles.table_bytes[tile];  // 0: the tile codes with the global table
+  const EncoderSymbol* table =
+      tile_table_bytes != 0 ? args.tiles.symbols + uint64_t{tile} * kAlphabetSize : ws->symbols;
+  for (uint32_t s = lane; s < kAlphabetSize; s += 32) symbols[s] = table[s];
   __syncwarp();
 
   uint16_t* words = args.scratch + first;
@@ -109,23 +130,30 @@ __global__ void __launch_bounds__(32) EncodeKernel(EncodeArgs args) {
   }
   const uint32_t padded_words = emitted + (emitted & 1);
   const uint32_t chunk_bytes = kChunkStateBytes + 2 * padded_words;
+  const bool starts_tile = (chunk & ((1u << args.layout.tile_chunks_log2) - 1)) == 0;
+  const uint32_t placed_table_bytes = starts_tile ? tile_table_bytes : 0;  // placed before this chunk
+  const uint32_t scanned_bytes = placed_table_bytes + chunk_bytes;
 
-  uint32_t offset;
+  uint32_t place;  // of the table placed before the chunk, if any, else of the chunk
   if (chunk == 0) {
-    if (lane == 0) args.chunk_scan.SetInclusive(0, chunk_bytes);
-    offset = 0;
+    if (lane == 0) args.chunk_scan.SetInclusive(0, scanned_bytes);
+    place = 0;
   } else {
     ChunkPrefixOp prefix(args.chunk_scan, prefix_storage, cuda::std::plus<uint32_t>(), chunk);
-    prefix(chunk_bytes);
+    prefix(scanned_bytes);
     __syncwarp();
-    offset = prefix.GetExclusivePrefix();
+    place = prefix.GetExclusivePrefix();
   }
-  // The mode decision bounds the total below the capacity; a violation is recorded, not written.
-  if (uint64_t{offset} + chunk_bytes > args.layout.coded_capacity) {
+  // The mode decision bounds the total below the capacity (and a tile's own table only lowers
+  // the bound); a violation is recorded, not written.
+  if (uint64_t{place} + scanned_bytes > args.layout.coded_capacity) {
     if (lane == 0) atomicExch(&ws->encode_error, 1u);
     return;
   }
-  uint8_t* out = args.frame + args.layout.coded_offset + offset;
+  uint8_t* coded = args.frame + args.layout.coded_offset;
+  if (starts_tile) PlaceTileTable(args, tile, placed_table_bytes, place, coded);
+  const uint32_t offset = place + placed_table_bytes;
+  uint8_t* out = coded + offset;
   if (lane == 0) reinterpret_cast<uint32_t*>(args.frame + args.layout.index_offset)[chunk] = offset / 4;
   reinterpret_cast<uint32_t*>(out)[lane] = x;
   __syncwarp();  // the scratch words written by other lanes are visible from here on

@@ -16,7 +16,9 @@ struct GpuCodec::Workspace {
   DeviceWorkspace* device = nullptr;
   void* chunk_scan_storage = nullptr;
   uint16_t* scratch = nullptr;
+  void* tile_storage = nullptr;  // TileWorkspace's arrays
   ChunkScanState chunk_scan;
+  codec::gpu::TileWorkspace tiles{};
   int sm_count = 0;
   // Pinned: the device's encode and decode error words, as QueueStatusRead's copy found them.
   uint32_t* host_errors = nullptr;
@@ -25,6 +27,7 @@ struct GpuCodec::Workspace {
     cudaFree(device);
     cudaFree(chunk_scan_storage);
     cudaFree(scratch);
+    cudaFree(tile_storage);
     cudaFreeHost(host_errors);
   }
 };
@@ -95,14 +98,22 @@ absl::StatusOr<std::unique_ptr<GpuCodec>> GpuCodec::Create(uint64_t max_count) {
   if (auto s = alloc(reinterpret_cast<void**>(&ws->scratch), std::max<uint64_t>(max_count, 1) * 2, "scratch"); !s.ok()) {
     return s;
   }
+  const uint64_t max_tiles = codec::gpu::MaxTiles(std::max<uint64_t>(max_count, 1));
+  const size_t tile_bytes = max_tiles * codec::gpu::kTileWorkspaceBytesPerTile;
+  if (auto s = alloc(&ws->tile_storage, tile_bytes, "tiles"); !s.ok()) return s;
+  ws->tiles = codec::gpu::CarveTileWorkspace(ws->tile_storage, max_tiles);
   if (auto s = CudaStatus(cudaMallocHost(reinterpret_cast<void**>(&ws->host_errors), 2 * sizeof(uint32_t)), context);
       !s.ok()) {
     return s;
   }
   ws->host_errors[0] = ws->host_errors[1] = 0;
   if (auto s = CudaStatus(cudaMemset(ws->device, 0, sizeof(DeviceWorkspace)), context); !s.ok()) return s;
+  // The tile histograms start at zero, as the split stage needs them (the tile model re-zeroes
+  // them after each call); the rest, so that nothing is ever read uninitialised.
+  if (auto s = CudaStatus(cudaMemset(ws->tile_storage, 0, tile_bytes), context); !s.ok()) return s;
   for (cudaError_t err : {codec::gpu::PreloadKernels<codec::Split8>(), codec::gpu::PreloadKernels<codec::Split16>(),
-                          codec::gpu::PreloadKernels<codec::Split32>(), codec::gpu::PreloadStoredKernel()}) {
+                          codec::gpu::PreloadKernels<codec::Split32>(), codec::gpu::PreloadStoredKernel(),
+                          codec::gpu::PreloadTileModelKernel()}) {
     if (auto s = CudaStatus(err, absl::StrCat(context, ": loading the codec kernels")); !s.ok()) return s;
   }
   for (DataType dtype : kCompressibleTypes) {
@@ -151,6 +162,7 @@ absl::Status GpuCodec::Compress(const void* input, uint64_t count, DataType dtyp
   launch.workspace = workspace_->device;
   launch.chunk_scan = workspace_->chunk_scan;
   launch.scratch = workspace_->scratch;
+  launch.tiles = workspace_->tiles;
   launch.sm_count = workspace_->sm_count;
   launch.stream = stream;
   launch.split_done = split_done;

@@ -13,20 +13,29 @@ namespace ucclzip::codec::gpu {
 
 inline bool IsAligned(const void* p, size_t alignment) { return reinterpret_cast<uintptr_t>(p) % alignment == 0; }
 
+// Elements each block of the split stage takes, an equal run of whole vectors: enough blocks to
+// fill the GPU, each thread with a few 16-byte vectors.
+template <typename Split>
+uint64_t SplitBlockElements(uint64_t count, int sm_count) {
+  const uint64_t vectors = DivCeil(count * sizeof(typename Split::Bits), 16);
+  const uint64_t wanted = DivCeil(vectors, uint64_t{kSplitThreads} * 4);
+  const uint64_t blocks = std::clamp<uint64_t>(wanted, 1, uint64_t(sm_count) * 8);
+  return DivCeil(DivCeil(count, blocks), kSplitAlignment) * kSplitAlignment;
+}
+
 template <typename Split, bool kAligned>
 cudaError_t LaunchCompressAs(const CompressLaunch& launch) {
-  SplitArgs split{launch.input, launch.count, launch.frame, launch.layout, launch.dtype, launch.workspace,
-                  launch.chunk_scan};
-  // Enough blocks to fill the GPU, each thread with a few 16-byte vectors.
-  const uint64_t vectors = DivCeil(launch.count * sizeof(typename Split::Bits), 16);
-  const uint64_t wanted = DivCeil(vectors, uint64_t{kSplitThreads} * 4);
-  const int blocks = static_cast<int>(std::clamp<uint64_t>(wanted, 1, uint64_t(launch.sm_count) * 8));
+  const uint64_t block_elements = SplitBlockElements<Split>(launch.count, launch.sm_count);
+  const auto blocks = static_cast<int>(DivCeil(launch.count, block_elements));
+  const SplitArgs split{launch.input,     launch.count,      launch.frame,            launch.layout, launch.dtype,
+                        launch.workspace, launch.chunk_scan, launch.tiles.histograms, block_elements};
   SplitKernel<Split, kAligned><<<blocks, kSplitThreads, 0, launch.stream>>>(split);
   if (launch.split_done != nullptr) {
     if (cudaError_t err = cudaEventRecord(launch.split_done, launch.stream); err != cudaSuccess) return err;
   }
-  EncodeArgs encode{launch.input, launch.count, launch.frame, launch.layout, launch.workspace, launch.chunk_scan,
-                    launch.scratch};
+  if (cudaError_t err = LaunchTileModel(launch); err != cudaSuccess) return err;
+  const EncodeArgs encode{launch.input,      launch.count,   launch.frame, launch.layout, launch.workspace,
+                          launch.chunk_scan, launch.scratch, launch.tiles};
   EncodeKernel<Split, kAligned><<<launch.layout.num_chunks, 32, 0, launch.stream>>>(encode);
   return cudaGetLastError();
 }

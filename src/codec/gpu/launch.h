@@ -22,6 +22,7 @@ struct CompressLaunch {
   DeviceWorkspace* workspace;
   ChunkScanState chunk_scan;
   uint16_t* scratch;
+  TileWorkspace tiles;
   int sm_count;
   cudaStream_t stream;
   cudaEvent_t split_done;  // may be null
@@ -53,9 +54,12 @@ struct CombineLaunch {
   CombineArgs combine;
 };
 
-// Split modes: the split kernel, then the encode kernel.
+// Split modes: the split kernel, the tile model, then the encode kernel.
 template <typename Split>
 cudaError_t LaunchCompress(const CompressLaunch& launch);
+
+// The tile model (tile_model_kernel.cu): which tiles code with a table of their own.
+cudaError_t LaunchTileModel(const CompressLaunch& launch);
 
 // Any frame whose type uses this split; stored-only types use Split8 with splittable = false.
 template <typename Split>
@@ -78,5 +82,6 @@ cudaError_t PreloadKernels();
 template <DataType kType>
 cudaError_t PreloadCombineKernels();
 cudaError_t PreloadStoredKernel();
+cudaError_t PreloadTileModelKernel();
 
 }  // namespace ucclzip::codec::gpu
