@@ -2,7 +2,8 @@
 //
 // Each element is split into one symbol byte (the exponent, plus the neighbouring bits that are
 // not uniform) and a raw remainder (sign and low mantissa). Symbols are rANS-coded with one
-// frequency table per tensor; the remainder is stored as one contiguous raw plane whose place in
+// frequency table per tensor, and one per tile of about 64K elements where the tile's own
+// statistics pay for its table; the remainder is stored as one contiguous raw plane whose place in
 // the frame is known before coding starts, so a sender can ship it while the symbols are still
 // being coded (split-send). Frames are self-describing; docs/FRAME_FORMAT.md specifies them.
 //
@@ -195,7 +196,10 @@ class GpuCodec {
   uint64_t status_read_after_ = 0;  // calls_ at the last QueueStatusRead
 };
 
-// Turns a device error word into a status; `context` names the operation.
+// Turns a decoder's error word into a status; `context` names the operation. The word holds the
+// error code in its low 8 bits and a detail in its upper 24, which the message names: the chunk
+// of a bad index or stream; for a bad table 0 (the global table) or t + 1 (tile t's own table);
+// for a frame of another version its version (0: not read).
 absl::Status DecodeErrorToStatus(uint32_t error_word, absl::string_view context);
 
 }  // namespace ucclzip

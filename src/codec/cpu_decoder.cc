@@ -1,9 +1,10 @@
-// CPU reference decoder. The frame is untrusted: the header, the table and every chunk offset
+// CPU reference decoder. The frame is untrusted: the header, every table and every chunk offset
 // are checked before use, and each lane's reads are bounded by its chunk.
 //
-// Chunks decode independently, so they are cut into tasks that HostCodecThreads may run in
-// parallel. Each task stops at its first bad chunk; the error reported is the first chunk's in
-// frame order, the same as one thread would report.
+// Tiles decode independently, so they are cut into tasks (cpu_tiles.h) that HostCodecThreads may
+// run in parallel. Each task stops at its first error, checking a tile's own table before the
+// tile's chunks; the error reported is the first in frame order, the same as one thread would
+// report.
 #include <algorithm>
 #include <array>
 #include <cstring>
@@ -12,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "codec/cpu_rans.h"
 #include "codec/cpu_split_loops.h"
+#include "codec/cpu_tiles.h"
 #include "codec/decode_table.h"
 #include "codec/dtype_dispatch.h"
 #include "codec/frame_checks.h"
@@ -25,7 +27,9 @@ namespace {
 
 using codec::DecodeError;
 using codec::Header;
+using codec::Layout;
 using codec::Mode;
+using codec::TileRange;
 
 // Elements joined per block in the modes without coding, so that the symbols stay in L1.
 constexpr uint64_t kJoinBlock = 4096;
@@ -44,52 +48,37 @@ void JoinUncoded(const uint8_t* raw_plane, const uint8_t* stored, uint8_t consta
   }
 }
 
-// Where chunk c's bytes lie, from the untrusted index: false if they are out of order or out of
-// bounds.
-bool LocateChunk(const uint8_t* frame, const Header& h, uint64_t c, uint64_t num_chunks, codec::ChunkToDecode& chunk) {
-  const uint8_t* index = frame + codec::kHeaderBytes + codec::kTableBytes;
-  uint32_t begin_words, end_words;
-  std::memcpy(&begin_words, index + 4 * c, 4);
-  if (c + 1 < num_chunks) {
-    std::memcpy(&end_words, index + 4 * (c + 1), 4);
-  } else {
-    end_words = static_cast<uint32_t>(h.coded_bytes / 4);
-  }
-  if (begin_words > end_words || uint64_t{end_words} * 4 > h.coded_bytes) return false;
-  chunk.bytes = frame + h.coded_offset + 4 * uint64_t{begin_words};
-  chunk.size = 4 * uint64_t{end_words - begin_words};
-  return true;
-}
-
-// Decodes chunks [first_chunk, end_chunk), two at a time. Returns 0 or the error word of the
-// first bad chunk; errors are checked in chunk order, so the first is the one a chunk-by-chunk
-// decoder would stop at.
+// Decodes the chunks of `tile` with the slot entries of its table, two at a time. Returns 0 or
+// the error word of the first bad chunk; errors are checked in chunk order, so the first is the
+// one a chunk-by-chunk decoder would stop at.
 template <typename Split>
-uint32_t DecodeChunks(const uint8_t* frame, const Header& h, const uint32_t* slots, uint64_t first_chunk,
-                      uint64_t end_chunk, uint8_t* output) {
+uint32_t DecodeChunks(const uint8_t* frame, const Header& h, const Layout& layout, const uint32_t* slots,
+                      const TileRange& tile, uint8_t* output) {
   using Bits = typename Split::Bits;
   constexpr bool kJoin = Split::kRawWidth != 0;  // fp8: the symbols are the elements
   const uint8_t* raw_plane = frame + h.raw_offset;
-  const uint64_t chunk_elements = uint64_t{codec::kLanes} << h.lane_symbols_log2;
-  const uint64_t num_chunks = codec::DivCeil(h.count, chunk_elements);
+  const uint64_t chunk_elements = uint64_t{codec::kLanes} * layout.lane_symbols;
   const codec::ChunkCoder& coder = codec::ChosenChunkCoder();
   uint8_t* symbols = kJoin ? codec::ThreadScratch(2 * chunk_elements) : nullptr;
-  const auto error = [](DecodeError e, uint64_t c) { return codec::MakeErrorWord(e, static_cast<uint32_t>(c)); };
-  const auto prepare = [&](uint64_t c, uint32_t slot, codec::ChunkToDecode& chunk) {
+  const auto prepare = [&](uint32_t c, uint32_t slot, codec::ChunkToDecode& chunk) {
     const uint64_t first = c * chunk_elements;
     chunk.n = static_cast<uint32_t>(std::min(chunk_elements, h.count - first));
     chunk.symbols = kJoin ? symbols + slot * chunk_elements : output + first;
-    return LocateChunk(frame, h, c, num_chunks, chunk);
+    uint32_t begin_words, end_words;
+    if (!codec::LocateChunk(frame, layout, h.coded_bytes, c, begin_words, end_words)) return false;
+    chunk.bytes = frame + h.coded_offset + 4 * uint64_t{begin_words};
+    chunk.size = 4 * uint64_t{end_words - begin_words};
+    return true;
   };
-  const auto join = [&](uint64_t c, const codec::ChunkToDecode& chunk) {
+  const auto join = [&](uint32_t c, const codec::ChunkToDecode& chunk) {
     if constexpr (kJoin) {
       const uint64_t first = c * chunk_elements;
       codec::JoinElements<Split>(raw_plane + first * Split::kRawWidth, chunk.symbols, chunk.n,
                                  output + first * sizeof(Bits));
     }
   };
-  for (uint64_t c = first_chunk; c < end_chunk; c += 2) {
-    const uint32_t group = c + 1 < end_chunk ? 2 : 1;
+  for (uint32_t c = tile.first_chunk; c < tile.end_chunk; c += 2) {
+    const uint32_t group = c + 1 < tile.end_chunk ? 2 : 1;
     codec::ChunkToDecode chunks[2];
     DecodeError results[2] = {DecodeError::kBadIndex, DecodeError::kBadIndex};
     const bool located = prepare(c, 0, chunks[0]);
@@ -99,14 +88,36 @@ uint32_t DecodeChunks(const uint8_t* frame, const Header& h, const uint32_t* slo
       results[0] = coder.decode(slots, chunks[0]);
     }
     for (uint32_t i = 0; i < group; ++i) {
-      if (results[i] != DecodeError::kOk) return error(results[i], c + i);
+      if (results[i] != DecodeError::kOk) return codec::MakeErrorWord(results[i], c + i);
       join(c + i, chunks[i]);
     }
   }
   return 0;
 }
 
-// Returns a decode error word (frame_checks.h): the code, and the failing chunk as detail.
+// Decodes the tiles of `range`, each with the global table's slot entries or its own table's.
+// Returns 0 or the error word of the first error: a bad own table is kBadTable with the tile
+// number + 1 as detail (0 is the global table), before any error in the tile's chunks.
+template <typename Split>
+uint32_t DecodeTiles(const uint8_t* frame, const Header& h, const Layout& layout, const uint32_t* global_slots,
+                     const TileRange& range, uint8_t* output) {
+  std::array<uint16_t, codec::kAlphabetSize> freqs;
+  std::array<uint32_t, codec::kProbScale> own_slots;
+  for (uint32_t t = range.first_tile; t < range.end_tile; ++t) {
+    bool global = true;
+    if (DecodeError e = codec::ReadTileTable(frame, layout, h.coded_bytes, t, freqs.data(), global);
+        e != DecodeError::kOk) {
+      return codec::MakeErrorWord(e, t + 1);
+    }
+    if (!global) codec::BuildDecodeTable(freqs.data(), own_slots.data());
+    const uint32_t error = DecodeChunks<Split>(frame, h, layout, global ? global_slots : own_slots.data(),
+                                               codec::TileOf(layout, h.count, t), output);
+    if (error != 0) return error;
+  }
+  return 0;
+}
+
+// Returns a decode error word (frame_checks.h): the code, and the failing chunk or table as detail.
 template <typename Split>
 uint32_t DecodeSplit(const uint8_t* frame, const Header& h, uint8_t* output, codec::ParallelCall& call) {
   const uint8_t* raw_plane = frame + h.raw_offset;
@@ -122,18 +133,18 @@ uint32_t DecodeSplit(const uint8_t* frame, const Header& h, uint8_t* output, cod
     });
     return 0;
   }
+  // CheckHeader has checked the header against this layout.
+  const Layout layout = codec::ComputeLayout(sizeof(typename Split::Bits), true, h.count, 1u << h.lane_symbols_log2);
   std::array<uint16_t, codec::kAlphabetSize> freqs;
-  std::memcpy(freqs.data(), frame + codec::kHeaderBytes, codec::kTableBytes);
+  std::memcpy(freqs.data(), frame + layout.table_offset, codec::kTableBytes);
   if (DecodeError e = codec::CheckTable(freqs.data()); e != DecodeError::kOk) return codec::MakeErrorWord(e, 0);
   std::array<uint32_t, codec::kProbScale> slots;
   codec::BuildDecodeTable(freqs.data(), slots.data());
 
-  const uint64_t num_chunks = codec::DivCeil(h.count, uint64_t{codec::kLanes} << h.lane_symbols_log2);
-  const uint32_t tasks = call.TaskCount(num_chunks);
+  const uint32_t tasks = call.TaskCount(layout.num_tiles);
   std::vector<uint32_t> errors(tasks, 0);
   call.Run(tasks, [&](uint32_t t) {
-    const codec::TaskShare share = codec::ShareOf(num_chunks, t, tasks);
-    errors[t] = DecodeChunks<Split>(frame, h, slots.data(), share.first, share.end, output);
+    errors[t] = DecodeTiles<Split>(frame, h, layout, slots.data(), codec::TaskTiles(layout, h.count, t, tasks), output);
   });
   for (uint32_t error : errors) {
     if (error != 0) return error;
@@ -160,8 +171,10 @@ absl::Status DecompressHost(const void* frame, uint64_t frame_bytes, DataType dt
   Header h;
   std::memcpy(&h, in, sizeof(h));
   const bool splittable = IsCompressibleType(dtype);
-  uint32_t error = static_cast<uint32_t>(
-      codec::CheckHeader(h, frame_bytes, static_cast<uint8_t>(dtype), count, ElementSize(dtype), splittable));
+  const DecodeError header_error =
+      codec::CheckHeader(h, frame_bytes, static_cast<uint8_t>(dtype), count, ElementSize(dtype), splittable);
+  // A frame of another version names its version (DecodeErrorToStatus).
+  uint32_t error = codec::MakeErrorWord(header_error, header_error == DecodeError::kBadVersion ? h.version : 0);
   if (error == 0) {
     auto* out = static_cast<uint8_t*>(output);
     if (static_cast<Mode>(h.mode) == Mode::kStored) {

@@ -62,7 +62,10 @@ absl::StatusOr<FrameInfo> ReadFrameInfo(const void* frame, size_t available_byte
   const auto dtype = static_cast<DataType>(h.dtype);
   const codec::DecodeError e =
       codec::CheckHeader(h, available_bytes, h.dtype, h.count, ElementSize(dtype), IsCompressibleType(dtype));
-  if (e != codec::DecodeError::kOk) return DecodeErrorToStatus(static_cast<uint32_t>(e), context);
+  if (e != codec::DecodeError::kOk) {
+    // A frame of another version names its version.
+    return DecodeErrorToStatus(codec::MakeErrorWord(e, e == codec::DecodeError::kBadVersion ? h.version : 0), context);
+  }
   FrameInfo info{};
   info.dtype = dtype;
   info.mode = static_cast<FrameMode>(h.mode);
@@ -79,13 +82,14 @@ absl::StatusOr<FrameInfo> ReadFrameInfo(const void* frame, size_t available_byte
 absl::Status DecodeErrorToStatus(uint32_t error_word, absl::string_view context) {
   using codec::DecodeError;
   const auto code = static_cast<DecodeError>(error_word & 0xFF);
-  const uint32_t chunk = error_word >> 8;
+  const uint32_t detail = error_word >> 8;
   switch (code) {
     case DecodeError::kOk: return absl::OkStatus();
     case DecodeError::kBadMagic: return absl::DataLossError(absl::StrCat(context, ": not a ucclzip frame (bad magic)"));
     case DecodeError::kBadVersion:
-      return absl::DataLossError(absl::StrCat(context, ": unsupported frame version (this build reads version ",
-                                              codec::kFrameVersion, ")"));
+      return absl::DataLossError(absl::StrCat(context, ": unsupported frame version",
+                                              detail != 0 ? absl::StrCat(" ", detail) : "",
+                                              " (this build reads version ", codec::kFrameVersion, " only)"));
     case DecodeError::kTypeMismatch:
       return absl::InvalidArgumentError(absl::StrCat(context, ": the frame holds another element type"));
     case DecodeError::kCountMismatch:
@@ -95,10 +99,13 @@ absl::Status DecodeErrorToStatus(uint32_t error_word, absl::string_view context)
       return absl::DataLossError(absl::StrCat(context, ": frame truncated (its header says it is larger)"));
     case DecodeError::kBadLayout:
       return absl::DataLossError(absl::StrCat(context, ": frame offsets or sizes disagree with its count and type"));
-    case DecodeError::kBadTable: return absl::DataLossError(absl::StrCat(context, ": corrupt frequency table"));
-    case DecodeError::kBadIndex: return absl::DataLossError(absl::StrCat(context, ": corrupt index at chunk ", chunk));
+    case DecodeError::kBadTable:
+      return absl::DataLossError(
+          absl::StrCat(context, ": corrupt frequency table (",
+                       detail == 0 ? "the global one" : absl::StrCat("tile ", detail - 1, "'s own"), ")"));
+    case DecodeError::kBadIndex: return absl::DataLossError(absl::StrCat(context, ": corrupt index at chunk ", detail));
     case DecodeError::kCorruptStream:
-      return absl::DataLossError(absl::StrCat(context, ": corrupt coded stream in chunk ", chunk));
+      return absl::DataLossError(absl::StrCat(context, ": corrupt coded stream in chunk ", detail));
     case DecodeError::kBadArgument:
       return absl::InvalidArgumentError(absl::StrCat(context, ": invalid argument"));
   }
