@@ -6,6 +6,7 @@
 #include <memory>
 #include <thread>
 
+#include "codec/frame_checks.h"
 #include "codec/frame_format.h"
 #include "codec_test_util.h"
 #include "ucclzip/codec.h"
@@ -57,6 +58,7 @@ struct Case {
   Distribution dist;
   uint64_t count;
   uint32_t lane_symbols;
+  bool mixed = false;  // MixedScaleTensor instead of `dist`: tiles with tables of their own
 };
 
 TEST_F(CpuCodecThreads, EveryThreadCountWritesTheSameFrameAndReadsIt) {
@@ -69,11 +71,15 @@ TEST_F(CpuCodecThreads, EveryThreadCountWritesTheSameFrameAndReadsIt) {
       {DataType::kBFloat16, {DistKind::kRandomBytes, 0}, 500'000, 0},     // symbols stored
       {DataType::kFloat32, {DistKind::kConstant, 0.5}, 200'000, 0},       // one symbol
       {DataType::kBFloat16, {DistKind::kGaussian, 1.0}, 1'000, 0},        // stored frame
+      {DataType::kBFloat16, {}, 3'000'017, 0, true},                      // tables of their own
+      {DataType::kFloat32, {}, 1'000'003, 128, true},
+      {DataType::kFloat8E5M2, {}, 700'001, 4096, true},                   // 2 tiles: fewer than the tasks
   };
   for (const Case& c : cases) {
-    SCOPED_TRACE(::testing::Message() << DataTypeName(c.dtype) << " " << c.dist.Name() << " x" << c.count
-                                      << " lane_symbols " << c.lane_symbols);
-    const auto tensor = GenerateTensor(c.dtype, c.count, c.dist, c.count);
+    SCOPED_TRACE(::testing::Message() << DataTypeName(c.dtype) << " " << (c.mixed ? "mixed" : c.dist.Name()) << " x"
+                                      << c.count << " lane_symbols " << c.lane_symbols);
+    const auto tensor = c.mixed ? MixedScaleTensor(c.dtype, c.count, 100'000, c.count)
+                                : GenerateTensor(c.dtype, c.count, c.dist, c.count);
     const CodecOptions options{.lane_symbols = c.lane_symbols};
     const std::vector<uint8_t> reference = Compress(tensor, c.dtype, options, nullptr);
     ASSERT_FALSE(reference.empty());
@@ -89,17 +95,21 @@ TEST_F(CpuCodecThreads, EveryThreadCountWritesTheSameFrameAndReadsIt) {
 
 TEST_F(CpuCodecThreads, EveryThreadCountReportsTheSameError) {
   const uint64_t count = 1'000'000;
-  const auto tensor = GenerateTensor(DataType::kBFloat16, count, {DistKind::kGaussian, 0.02}, 3);
+  // Tiles of 65536 elements (32 chunks) in blocks of three scales: many have tables of their own.
+  const auto tensor = MixedScaleTensor(DataType::kBFloat16, count, 3 * 65536 + 999, 3);
   const std::vector<uint8_t> frame = Compress(tensor, DataType::kBFloat16, {.lane_symbols = 64}, nullptr);
   auto info = ReadFrameInfo(frame.data(), frame.size());
   ASSERT_TRUE(info.ok());
-  const uint64_t index = codec::kHeaderBytes + codec::kTableBytes;
-  const uint32_t chunks = static_cast<uint32_t>((info->raw_offset - index) / 4);
+  const codec::Layout layout = codec::ComputeLayout(2, true, count, 64);
+  const uint32_t chunks = layout.num_chunks;
   ASSERT_GT(chunks, 400u);
   const auto chunk_offset = [&](uint32_t c) {
-    uint32_t words;
-    std::memcpy(&words, frame.data() + index + 4 * c, 4);
-    return info->coded_offset + 4 * uint64_t{words};
+    return info->coded_offset + 4 * uint64_t{codec::ChunkEntry(frame.data(), layout, c)};
+  };
+  const auto table_offset = [&](uint32_t tile) {
+    const uint32_t entry = codec::TileEntry(frame.data(), layout, tile);
+    EXPECT_NE(entry, codec::kGlobalTableTile) << "tile " << tile << " should have its own table";
+    return info->coded_offset + 4 * uint64_t{entry};
   };
   std::vector<std::vector<uint8_t>> damaged;
   // Streams of two chunks far apart damaged: the first one's error must win.
@@ -114,7 +124,14 @@ TEST_F(CpuCodecThreads, EveryThreadCountReportsTheSameError) {
     auto bad = frame;
     bad[chunk_offset(stream) + 200] ^= 0x11;
     const uint32_t huge = 0x7FFFFFFF;
-    std::memcpy(bad.data() + index + 4 * entry, &huge, 4);
+    std::memcpy(bad.data() + layout.index_offset + 4 * entry, &huge, 4);
+    damaged.push_back(bad);
+  }
+  // A tile's own table damaged after a damaged stream, and before one.
+  for (auto [tile, stream] : {std::pair{12u, 100u}, std::pair{2u, 250u}}) {
+    auto bad = frame;
+    bad[chunk_offset(stream) + 200] ^= 0x11;
+    bad[table_offset(tile) + codec::kTileBitmapBytes] ^= 0x01;
     damaged.push_back(bad);
   }
   for (size_t i = 0; i < damaged.size(); ++i) {
@@ -126,6 +143,12 @@ TEST_F(CpuCodecThreads, EveryThreadCountReportsTheSameError) {
           << "case " << i << ", " << pool->threads() << " threads";
     }
   }
+  // The table of tile 2 comes before chunk 250 (tile 7), tile 12's after chunk 100 (tile 3).
+  std::vector<uint8_t> out;
+  EXPECT_NE(Decompress(damaged[5], DataType::kBFloat16, count, nullptr, out).message().find("chunk 100"),
+            std::string::npos);
+  EXPECT_NE(Decompress(damaged[6], DataType::kBFloat16, count, nullptr, out).message().find("tile 2's own"),
+            std::string::npos);
 }
 
 TEST_F(CpuCodecThreads, ConcurrentCallersTakeTurns) {

@@ -1,11 +1,13 @@
 // The decoder against hostile frames: every truncation, every header byte changed, corrupted
-// tables, indexes and streams. Each must give an error or (where the damage hits only raw
-// payload) some output -- never a crash or a write outside the output buffer.
+// tables, indexes, tiles' own tables and streams. Each must give an error or (where the damage
+// hits only raw payload) some output -- never a crash or a write outside the output buffer.
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <map>
 #include <random>
 
+#include "codec/frame_checks.h"
 #include "codec/frame_format.h"
 #include "codec_test_util.h"
 #include "ucclzip/codec.h"
@@ -13,20 +15,24 @@
 namespace ucclzip::testing {
 namespace {
 
-constexpr uint64_t kCount = 20000;
-
-class FrameCorruption : public ::testing::Test {
+// A bf16 frame and a guarded decoder for its damaged copies.
+class CorruptionTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    tensor_ = GenerateTensor(DataType::kBFloat16, kCount, {DistKind::kGaussian, 0.02}, 17);
-    frame_ = CompressToVector(tensor_, DataType::kBFloat16, {.lane_symbols = 64});
-    ASSERT_EQ(ReadFrameInfo(frame_.data(), frame_.size())->mode, FrameMode::kSplitRans);
+  void Prepare(std::vector<uint8_t> tensor, uint32_t lane_symbols) {
+    tensor_ = std::move(tensor);
+    count_ = tensor_.size() / 2;
+    frame_ = CompressToVector(tensor_, DataType::kBFloat16, {.lane_symbols = lane_symbols});
+    absl::StatusOr<FrameInfo> info = ReadFrameInfo(frame_.data(), frame_.size());
+    ASSERT_TRUE(info.ok()) << info.status();
+    ASSERT_EQ(info->mode, FrameMode::kSplitRans);
+    info_ = *info;
+    layout_ = codec::ComputeLayout(2, true, count_, lane_symbols);
   }
 
   // Decodes into a guarded buffer; fails the test if the decoder wrote outside the output.
   absl::Status Decode(const std::vector<uint8_t>& frame) {
     std::vector<uint8_t> out(tensor_.size() + 64, 0xCD);
-    absl::Status status = DecompressHost(frame.data(), frame.size(), DataType::kBFloat16, out.data() + 32, kCount);
+    absl::Status status = DecompressHost(frame.data(), frame.size(), DataType::kBFloat16, out.data() + 32, count_);
     for (int i = 0; i < 32; ++i) {
       EXPECT_EQ(out[i], 0xCD);
       EXPECT_EQ(out[out.size() - 1 - i], 0xCD);
@@ -35,6 +41,18 @@ class FrameCorruption : public ::testing::Test {
   }
 
   std::vector<uint8_t> tensor_, frame_;
+  uint64_t count_ = 0;
+  FrameInfo info_{};
+  codec::Layout layout_{};
+};
+
+constexpr uint64_t kCount = 20000;
+
+class FrameCorruption : public CorruptionTest {
+ protected:
+  void SetUp() override {
+    Prepare(GenerateTensor(DataType::kBFloat16, kCount, {DistKind::kGaussian, 0.02}, 17), 64);
+  }
 };
 
 TEST_F(FrameCorruption, EveryTruncationIsRejected) {
@@ -64,24 +82,32 @@ TEST_F(FrameCorruption, CorruptTableIsRejected) {
 }
 
 TEST_F(FrameCorruption, CorruptIndexIsRejected) {
-  auto info = ReadFrameInfo(frame_.data(), frame_.size());
   for (uint32_t value : {0xFFFFFFFFu, 0x7FFFFFFFu, 1u}) {
     auto bad = frame_;
-    std::memcpy(bad.data() + codec::kHeaderBytes + codec::kTableBytes + 4 * 3, &value, 4);
+    std::memcpy(bad.data() + layout_.index_offset + 4 * 3, &value, 4);
     EXPECT_FALSE(Decode(bad).ok()) << value;
   }
-  (void)info;
+}
+
+TEST_F(FrameCorruption, OtherVersionsAreRefusedByName) {
+  for (uint16_t version : {uint16_t{1}, uint16_t{3}}) {
+    auto old = frame_;
+    std::memcpy(old.data() + 4, &version, 2);
+    for (const absl::Status& status : {Decode(old), ReadFrameInfo(old.data(), old.size()).status()}) {
+      EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss);
+      EXPECT_NE(status.message().find("frame version " + std::to_string(version)), std::string::npos) << status;
+      EXPECT_NE(status.message().find("reads version 2"), std::string::npos) << status;
+    }
+  }
 }
 
 TEST_F(FrameCorruption, RandomDamageNeverEscapesTheBuffers) {
-  auto info = ReadFrameInfo(frame_.data(), frame_.size());
-  ASSERT_TRUE(info.ok());
   std::mt19937_64 rng(23);
   int rejected = 0;
   for (int trial = 0; trial < 400; ++trial) {
     auto bad = frame_;
     // Damage the coded section, where a change must be detected by the stream checks.
-    const uint64_t at = info->coded_offset + rng() % info->coded_bytes;
+    const uint64_t at = info_.coded_offset + rng() % info_.coded_bytes;
     bad[at] ^= static_cast<uint8_t>(1 + rng() % 255);
     rejected += !Decode(bad).ok();
   }
@@ -101,6 +127,174 @@ TEST_F(FrameCorruption, HostileSizesAreRejectedBeforeUse) {
     std::memcpy(bad.data() + field, &huge, 8);
     EXPECT_FALSE(Decode(bad).ok()) << "field at " << field;
   }
+}
+
+// A frame whose tiles have tables of their own, tile 0's among them: it lies at the start of the
+// coded area, with no chunk before it, so that a table can be rewritten there and checked alone.
+class TileCorruption : public CorruptionTest {
+ protected:
+  void SetUp() override {
+    constexpr uint64_t kTile = 65536;  // elements, at 64-symbol lanes
+    Prepare(MixedScaleTensor(DataType::kBFloat16, 12 * kTile + 1000, 2 * kTile + 4321, 29), 64);
+    ASSERT_EQ(Entry(frame_, 0), 0u) << "tile 0 should have its own table";
+    for (uint32_t t = 1; t < layout_.num_tiles; ++t) {
+      if (Entry(frame_, t) != codec::kGlobalTableTile) own_tiles_.push_back(t);
+    }
+    ASSERT_GE(own_tiles_.size(), 3u);
+  }
+
+  uint32_t Entry(const std::vector<uint8_t>& frame, uint32_t tile) const {
+    return codec::TileEntry(frame.data(), layout_, tile);
+  }
+  void SetEntry(std::vector<uint8_t>& frame, uint32_t tile, uint32_t value) const {
+    std::memcpy(frame.data() + layout_.tile_index_offset + 4 * tile, &value, 4);
+  }
+  // Where tile 0's table and its first chunk lie.
+  uint8_t* TableOfTile0(std::vector<uint8_t>& frame) const { return frame.data() + info_.coded_offset; }
+  uint64_t Chunk0Bytes() const { return 4 * uint64_t{codec::ChunkEntry(frame_.data(), layout_, 0)}; }
+
+  // A copy of the frame with tile 0's table replaced by `freqs` (symbol -> frequency) and `pad`
+  // as the pad word, placed so that it ends where chunk 0 begins.
+  std::vector<uint8_t> WithTile0Table(const std::map<uint8_t, uint16_t>& freqs, uint16_t pad) const {
+    std::vector<uint8_t> table(codec::kTileBitmapBytes);
+    for (const auto& [symbol, freq] : freqs) {
+      table[symbol / 8] |= 1 << (symbol % 8);
+      table.push_back(static_cast<uint8_t>(freq));
+      table.push_back(static_cast<uint8_t>(freq >> 8));
+    }
+    if (freqs.size() % 2 == 1) {
+      table.push_back(static_cast<uint8_t>(pad));
+      table.push_back(static_cast<uint8_t>(pad >> 8));
+    }
+    auto frame = frame_;
+    EXPECT_LE(table.size(), Chunk0Bytes());
+    const uint64_t at = Chunk0Bytes() - table.size();
+    std::memcpy(frame.data() + info_.coded_offset + at, table.data(), table.size());
+    SetEntry(frame, 0, static_cast<uint32_t>(at / 4));
+    return frame;
+  }
+
+  // Expects the bad-table error of tile `tile`.
+  void ExpectBadTable(const std::vector<uint8_t>& frame, uint32_t tile) {
+    const absl::Status status = Decode(frame);
+    EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss);
+    EXPECT_NE(status.message().find("frequency table (tile " + std::to_string(tile) + "'s own)"), std::string::npos)
+        << status;
+  }
+
+  // Expects an error that is not a bad table: the table passed its checks.
+  void ExpectTableAccepted(const std::vector<uint8_t>& frame) {
+    const absl::Status status = Decode(frame);
+    EXPECT_FALSE(status.ok());
+    EXPECT_EQ(status.message().find("frequency table"), std::string::npos) << status;
+  }
+
+  std::vector<uint32_t> own_tiles_;  // after tile 0
+};
+
+TEST_F(TileCorruption, TheUndamagedFrameDecodes) {
+  std::vector<uint8_t> out(tensor_.size());
+  ASSERT_TRUE(DecompressHost(frame_.data(), frame_.size(), DataType::kBFloat16, out.data(), count_).ok());
+  EXPECT_EQ(out, tensor_);
+}
+
+TEST_F(TileCorruption, OneSymbolIsNoTable) {
+  ExpectBadTable(WithTile0Table({{126, 4096}}, 0), 0);
+  ExpectTableAccepted(WithTile0Table({{126, 4095}, {127, 1}}, 0));
+}
+
+TEST_F(TileCorruption, FrequenciesMustSumTo4096) {
+  ExpectBadTable(WithTile0Table({{120, 2000}, {121, 2000}, {122, 95}}, 0), 0);
+  ExpectBadTable(WithTile0Table({{120, 2000}, {121, 2000}, {122, 97}}, 0), 0);
+  ExpectTableAccepted(WithTile0Table({{120, 2000}, {121, 2000}, {122, 96}}, 0));
+}
+
+TEST_F(TileCorruption, PresentSymbolsNeedAFrequency) {
+  ExpectBadTable(WithTile0Table({{120, 2048}, {121, 0}, {122, 2048}}, 0), 0);
+  // In the encoder's own table: one frequency moved onto the next keeps the sum.
+  auto bad = frame_;
+  uint8_t* freqs = TableOfTile0(bad) + codec::kTileBitmapBytes;
+  const uint16_t first = static_cast<uint16_t>(freqs[0] | freqs[1] << 8);
+  const uint16_t second = static_cast<uint16_t>(freqs[2] | freqs[3] << 8) + first;
+  freqs[0] = freqs[1] = 0;
+  freqs[2] = static_cast<uint8_t>(second);
+  freqs[3] = static_cast<uint8_t>(second >> 8);
+  ExpectBadTable(bad, 0);
+}
+
+TEST_F(TileCorruption, ThePadWordMustBeZero) {
+  ExpectBadTable(WithTile0Table({{120, 1000}, {121, 1000}, {122, 2096}}, 1), 0);
+  ExpectBadTable(WithTile0Table({{120, 1000}, {121, 1000}, {122, 2096}}, 0x8000), 0);
+  ExpectTableAccepted(WithTile0Table({{120, 1000}, {121, 1000}, {122, 2096}}, 0));
+}
+
+TEST_F(TileCorruption, AChangedFrequencyIsRejected) {
+  for (uint32_t tile : {0u, own_tiles_[1]}) {
+    auto bad = frame_;
+    bad[info_.coded_offset + 4 * uint64_t{Entry(frame_, tile)} + codec::kTileBitmapBytes] ^= 1;
+    const absl::Status status = Decode(bad);
+    EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss);
+    EXPECT_NE(status.message().find("tile " + std::to_string(tile) + "'s own"), std::string::npos) << status;
+  }
+}
+
+TEST_F(TileCorruption, TheTableMustEndWhereItsChunkBegins) {
+  // Tile 0 has no chunk before it, so the table alone is at fault.
+  for (uint32_t entry : {1u, 2u}) {
+    auto bad = frame_;
+    SetEntry(bad, 0, entry);
+    ExpectBadTable(bad, 0);
+  }
+  // Elsewhere the chunk before the table ends where the table begins: one of the two is at fault.
+  for (uint32_t tile : own_tiles_) {
+    for (int32_t shift : {-1, 1}) {
+      auto bad = frame_;
+      SetEntry(bad, tile, Entry(frame_, tile) + shift);
+      EXPECT_EQ(Decode(bad).code(), absl::StatusCode::kDataLoss) << "tile " << tile << " shift " << shift;
+    }
+  }
+}
+
+TEST_F(TileCorruption, EntriesOutOfRangeAreRejected) {
+  const auto end = static_cast<uint32_t>(info_.coded_bytes / 4);
+  for (uint32_t entry : {end, end + 1, 0x7FFFFFFFu, 0xFFFFFFFEu}) {
+    auto bad = frame_;
+    SetEntry(bad, 0, entry);
+    ExpectBadTable(bad, 0);
+    for (uint32_t tile : own_tiles_) {
+      bad = frame_;
+      SetEntry(bad, tile, entry);
+      EXPECT_EQ(Decode(bad).code(), absl::StatusCode::kDataLoss) << "tile " << tile << " entry " << entry;
+    }
+  }
+}
+
+TEST_F(TileCorruption, SwappingGlobalAndOwnIsRejected) {
+  // An own table taken for the previous chunk's words, or a chunk's states taken for a table.
+  for (uint32_t tile = 0; tile < layout_.num_tiles; ++tile) {
+    auto bad = frame_;
+    const uint32_t entry = Entry(frame_, tile);
+    const uint32_t first_chunk = tile << layout_.tile_chunks_log2;
+    SetEntry(bad, tile,
+             entry == codec::kGlobalTableTile ? codec::ChunkEntry(frame_.data(), layout_, first_chunk) - 8
+                                              : codec::kGlobalTableTile);
+    EXPECT_EQ(Decode(bad).code(), absl::StatusCode::kDataLoss) << "tile " << tile;
+  }
+}
+
+TEST_F(TileCorruption, RandomDamageToTilesNeverEscapesTheBuffers) {
+  std::mt19937_64 rng(31);
+  const uint64_t tables = Chunk0Bytes();  // tile 0's table: about as long as the others
+  int rejected = 0;
+  for (int trial = 0; trial < 600; ++trial) {
+    auto bad = frame_;
+    const uint32_t own_tile = own_tiles_[rng() % own_tiles_.size()];
+    const uint64_t at = trial % 2 == 0 ? layout_.tile_index_offset + rng() % (4 * layout_.num_tiles)
+                                       : info_.coded_offset + 4 * uint64_t{Entry(frame_, own_tile)} + rng() % tables;
+    bad[at] ^= static_cast<uint8_t>(1 + rng() % 255);
+    rejected += !Decode(bad).ok();
+  }
+  EXPECT_GT(rejected, 590);
 }
 
 }  // namespace
