@@ -14,8 +14,9 @@ absl::StatusOr<FramePlan> PlanFrame(DataType dtype, uint64_t count, const CodecO
   if (!IsValidDataType(static_cast<uint8_t>(dtype))) {
     return absl::InvalidArgumentError(absl::StrCat(context(), ": invalid data type ", static_cast<int>(dtype)));
   }
-  if (count > (uint64_t{1} << 40)) {
-    return absl::InvalidArgumentError(absl::StrCat(context(), ": more than 2^40 elements"));
+  if (count > codec::kMaxFrameCount) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(context(), ": more than ", codec::kMaxFrameCount, " elements (2^33), the most one frame holds"));
   }
   if (options.lane_symbols != 0 && !codec::IsValidLaneSymbols(options.lane_symbols)) {
     return absl::InvalidArgumentError(absl::StrCat(context(), ": lane_symbols ", options.lane_symbols,

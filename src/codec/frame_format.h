@@ -24,8 +24,8 @@ inline constexpr uint32_t kChunkStateBytes = kLanes * 4;
 
 // Tiles: runs of consecutive chunks that share a frequency table, either the frame's global
 // table or one of their own (format version 2). A tile holds about kTileTargetElements
-// elements, and never fewer than kMinTileChunks chunks, so that the GPU decoder's blocks (one
-// warp per chunk, kMinTileChunks warps) always decode chunks of one tile together.
+// elements, and never fewer than 2^kMinTileChunksLog2 chunks, so that the GPU decoder's blocks
+// (one warp per chunk, that many warps) always decode chunks of one tile together.
 inline constexpr uint64_t kTileTargetElements = 65536;
 inline constexpr uint32_t kMinTileChunksLog2 = 2;
 inline constexpr uint32_t kGlobalTableTile = 0xFFFFFFFFu;  // tile index entry: the tile uses the global table
@@ -109,6 +109,11 @@ UZ_HD uint32_t TileChunksLog2(uint32_t lane_symbols) {
 
 // Bytes of a tile's own table with `present` symbols (2..256).
 UZ_HD uint32_t TileTableBytes(uint32_t present) { return kTileBitmapBytes + 2 * present + 2 * (present & 1); }
+
+// The most elements a frame holds. Chunk and tile offsets are u32 counts of 4-byte units and
+// the coded area takes at most one byte per element, so 2^33 elements keep every offset below
+// 2^31 and clear of kGlobalTableTile. (The pipeline cuts tensors into blocks far smaller.)
+inline constexpr uint64_t kMaxFrameCount = uint64_t{1} << 33;
 
 // Element counts below this are framed kStored: the 512-byte table would cost more than coding
 // saves.

@@ -137,6 +137,11 @@ TEST(CpuCodec, RejectsBadArguments) {
   EXPECT_FALSE(CompressHost(nullptr, 10, DataType::kBFloat16, frame.data(), frame.size()).ok());
   EXPECT_FALSE(CompressHost(data.data(), 10, static_cast<DataType>(200), frame.data(), frame.size()).ok());
   EXPECT_FALSE(PlanFrame(DataType::kBFloat16, 1000, {.lane_symbols = 100}).ok());
+  // Chunk offsets are u32 counts of 4-byte units: past 2^33 elements they could wrap.
+  EXPECT_TRUE(PlanFrame(DataType::kBFloat16, uint64_t{1} << 33).ok());
+  auto too_many = PlanFrame(DataType::kBFloat16, (uint64_t{1} << 33) + 1);
+  EXPECT_EQ(too_many.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(too_many.status().message().find("the most one frame holds"), std::string::npos) << too_many.status();
 }
 
 TEST(CpuCodec, DecoderRejectsWrongTypeOrCount) {
