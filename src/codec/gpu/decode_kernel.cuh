@@ -80,8 +80,13 @@ __device__ void DecodeChunk(const DecodeArgs& args, const Header& h, const Layou
                             uint8_t* ring_memory, uint32_t chunk, const Store& store) {
   const uint32_t lane = threadIdx.x & 31;
   const uint64_t chunk_elements = uint64_t{kLanes} << h.lane_symbols_log2;
-  uint32_t begin, end;
-  if (!LocateChunk(args.frame, layout, h.coded_bytes, chunk, begin, end)) {
+  // Lane 0 reads the extent and the warp takes its word for it: every lane then takes the same
+  // branches (and reaches the same warp-wide calls) whatever the frame's bytes do.
+  uint32_t begin = 0, end = 0;
+  const bool located = __shfl_sync(~0u, lane == 0 && LocateChunk(args.frame, layout, h.coded_bytes, chunk, begin, end), 0);
+  begin = __shfl_sync(~0u, begin, 0);
+  end = __shfl_sync(~0u, end, 0);
+  if (!located) {
     if (lane == 0) RecordError(args.error_word, MakeErrorWord(DecodeError::kBadIndex, chunk));
     return;
   }
@@ -221,19 +226,30 @@ __device__ inline bool LoadGlobalTable(const uint8_t* frame, uint16_t* freqs) {
 }
 
 // Reads the own table of `tile` into `freqs` and checks it by ReadTileTable's rules
-// (frame_checks.h), two symbols per thread: each present symbol finds its frequency by the
-// count of present symbols below it in the bitmap. Called by the whole block; the verdict goes
-// to every thread. Whatever the index holds, nothing is read outside [0, coded_bytes) of the
-// coded area.
+// (frame_checks.h). The block first copies the table's bytes into shared memory, and every
+// decision is then made from that copy: the frame is untrusted, and a verdict that threads
+// reached from their own reads of global memory could differ between them and leave some of
+// them at a barrier that the others never reach. Called by the whole block; the verdict goes to
+// every thread. Whatever the index holds, nothing is read outside [0, coded_bytes) of the coded
+// area.
 __device__ inline bool ReadOwnTable(const uint8_t* frame, const Layout& layout, uint64_t coded_bytes, uint32_t tile,
                                     uint16_t* freqs) {
-  const uint64_t at = uint64_t{TileEntry(frame, layout, tile)} * 4;
-  const uint64_t chunk_at = uint64_t{ChunkEntry(frame, layout, tile << layout.tile_chunks_log2)} * 4;
+  __shared__ uint64_t span[2];  // the table's offset in the coded area, and where its tile's first chunk begins
+  __shared__ __align__(4) uint8_t bytes[kMaxTileTableBytes];
+  if (threadIdx.x == 0) {
+    span[0] = uint64_t{TileEntry(frame, layout, tile)} * 4;
+    span[1] = uint64_t{ChunkEntry(frame, layout, tile << layout.tile_chunks_log2)} * 4;
+  }
+  __syncthreads();
+  const uint64_t at = span[0], chunk_at = span[1];
+  // (The next call's thread 0 rewrites the span only after a barrier of the caller's.)
   if (at + kTileBitmapBytes > chunk_at || chunk_at > coded_bytes) return false;
+  const uint32_t size = static_cast<uint32_t>(min(chunk_at - at, uint64_t{kMaxTileTableBytes}));
   const uint8_t* table = frame + layout.coded_offset + at;
-  // The bitmap as little-endian words, symbol s at bit s % 32 of word s / 32; 4-byte aligned, as
-  // `at` counts 4-byte units from the 16-byte aligned coded area.
-  const auto* bitmap = reinterpret_cast<const uint32_t*>(table);
+  for (uint32_t i = threadIdx.x; i < size; i += kDecodeThreads) bytes[i] = table[i];
+  __syncthreads();
+  // The bitmap as little-endian words: symbol s at bit s % 32 of word s / 32.
+  const auto* bitmap = reinterpret_cast<const uint32_t*>(bytes);
   constexpr uint32_t kBitmapWords = kTileBitmapBytes / 4;
   uint32_t present = 0;
   for (uint32_t w = 0; w < kBitmapWords; ++w) present += __popc(bitmap[w]);
@@ -245,9 +261,9 @@ __device__ inline bool ReadOwnTable(const uint8_t* frame, const Layout& layout, 
     if ((word >> bit) & 1) {
       uint32_t rank = __popc(word & ((1u << bit) - 1));
       for (uint32_t w = 0; w < s / 32; ++w) rank += __popc(bitmap[w]);
-      const uint64_t word_at = kTileBitmapBytes + 2 * uint64_t{rank};
-      if (at + word_at + 2 <= chunk_at) {
-        freq = table[word_at] | table[word_at + 1] << 8;
+      const uint32_t word_at = kTileBitmapBytes + 2 * rank;
+      if (word_at + 2 <= size) {
+        freq = bytes[word_at] | bytes[word_at + 1] << 8;
         sound = sound && freq != 0;
       } else {
         sound = false;
@@ -260,7 +276,7 @@ __device__ inline bool ReadOwnTable(const uint8_t* frame, const Layout& layout, 
   sum = DecodeBlockSum(sum);
   if (!sound || present < 2 || sum != kProbScale || at + TileTableBytes(present) != chunk_at) return false;
   // An odd count's pad word lies inside the table, whose size has just been checked.
-  return present % 2 == 0 || (table[kTileBitmapBytes + 2 * present] | table[kTileBitmapBytes + 2 * present + 1]) == 0;
+  return present % 2 == 0 || (bytes[kTileBitmapBytes + 2 * present] | bytes[kTileBitmapBytes + 2 * present + 1]) == 0;
 }
 
 // Puts the table of `tile`'s chunks in the slot table: the global table, or the tile's own, read
@@ -295,13 +311,20 @@ __device__ void DecodeTiles(const DecodeArgs& args, const Header& h, const Layou
   const auto first_group = static_cast<uint32_t>(blockIdx.x * num_groups / gridDim.x);
   const auto end_group = static_cast<uint32_t>((blockIdx.x + 1) * num_groups / gridDim.x);
   // The table in the slots: kGlobalTableTile, the tile whose own table it is, or kNoTable (a
-  // refused table leaves none, so each group of its tile is refused in turn). Every thread reads
-  // the same index entries, so every thread takes the same branches to LoadTable.
+  // refused table leaves none, so each group of its tile is refused in turn). Every thread
+  // decides from the same shared copy of the index entry, so every thread takes the same
+  // branches to LoadTable.
   uint32_t loaded = kNoTable;
+  // Each group's tile entry, read by thread 0 for the whole block (see ReadOwnTable), in two
+  // places taken in turn: a group's barrier is passed only once every thread is done with the
+  // place the next group's entry goes to.
+  __shared__ uint32_t entries[2];
   for (uint32_t group = first_group; group < end_group; ++group) {
     const uint32_t first_chunk = group * kDecodeWarps;
     const uint32_t tile = first_chunk >> layout.tile_chunks_log2;
-    const bool global = TileEntry(args.frame, layout, tile) == kGlobalTableTile;
+    if (threadIdx.x == 0) entries[group & 1] = TileEntry(args.frame, layout, tile);
+    __syncthreads();
+    const bool global = entries[group & 1] == kGlobalTableTile;
     const uint32_t table = global ? kGlobalTableTile : tile;
     if (table != loaded) {
       const bool sound = LoadTable(args.frame, layout, h.coded_bytes, tile, global, freqs, slots, args.error_word);
