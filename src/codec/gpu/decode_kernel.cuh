@@ -307,9 +307,14 @@ __device__ void DecodeTiles(const DecodeArgs& args, const Header& h, const Layou
   constexpr uint32_t kNoTable = kGlobalTableTile - 1;  // no tile has this number
   uint32_t* slots = reinterpret_cast<uint32_t*>(shared);
   uint8_t* ring = shared + kProbScale * 4 + (threadIdx.x / 32) * WordRing::kRingBytes;
+  // Runs of equal length from the first block on, so that the blocks with work are consecutive
+  // and spread over every multiprocessor: the grid is sized for the shortest lanes and often
+  // has several times as many blocks as groups, and runs spread evenly over it (H200 run s13-3)
+  // left every fourth multiprocessor with all the work of a 16 MB frame.
   const uint64_t num_groups = DivCeil(layout.num_chunks, kDecodeWarps);
-  const auto first_group = static_cast<uint32_t>(blockIdx.x * num_groups / gridDim.x);
-  const auto end_group = static_cast<uint32_t>((blockIdx.x + 1) * num_groups / gridDim.x);
+  const uint64_t groups_per_block = DivCeil(num_groups, uint64_t{gridDim.x});
+  const auto first_group = static_cast<uint32_t>(min(num_groups, blockIdx.x * groups_per_block));
+  const auto end_group = static_cast<uint32_t>(min(num_groups, first_group + groups_per_block));
   // The table in the slots: kGlobalTableTile, the tile whose own table it is, or kNoTable (a
   // refused table leaves none, so each group of its tile is refused in turn). Every thread
   // decides from the same shared copy of the index entry, so every thread takes the same
