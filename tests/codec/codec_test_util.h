@@ -1,4 +1,5 @@
-// Helpers shared by the codec tests: the types and distributions every round trip covers.
+// Helpers shared by the codec tests: the types and distributions every round trip covers, and
+// what they ask of a frame.
 #pragma once
 
 #include <algorithm>
@@ -8,6 +9,10 @@
 #include <random>
 #include <vector>
 
+#include <gtest/gtest.h>
+
+#include "codec/frame_checks.h"
+#include "codec/frame_format.h"
 #include "tensor_gen.h"
 #include "ucclzip/codec.h"
 #include "ucclzip/types.h"
@@ -75,6 +80,19 @@ inline std::vector<uint8_t> MixedScaleTensor(DataType dtype, uint64_t count, uin
     std::memcpy(&tensor[first * width], part.data(), part.size());
   }
   return tensor;
+}
+
+// Tiles of a sound frame that code with a table of their own (0 unless the frame is rANS-coded).
+inline uint32_t TilesWithOwnTables(const std::vector<uint8_t>& frame) {
+  const absl::StatusOr<FrameInfo> info = ReadFrameInfo(frame.data(), frame.size());
+  EXPECT_TRUE(info.ok()) << info.status();
+  if (!info.ok() || info->mode != FrameMode::kSplitRans) return 0;
+  const codec::Layout layout = codec::ComputeLayout(ElementSize(info->dtype), true, info->count, info->lane_symbols);
+  uint32_t own = 0;
+  for (uint32_t t = 0; t < layout.num_tiles; ++t) {
+    own += codec::TileEntry(frame.data(), layout, t) != codec::kGlobalTableTile;
+  }
+  return own;
 }
 
 }  // namespace ucclzip::testing

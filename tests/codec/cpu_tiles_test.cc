@@ -22,15 +22,6 @@ codec::Layout LayoutOf(const std::vector<uint8_t>& frame) {
   return codec::ComputeLayout(ElementSize(info->dtype), true, info->count, info->lane_symbols);
 }
 
-uint32_t TilesWithOwnTables(const std::vector<uint8_t>& frame) {
-  const codec::Layout layout = LayoutOf(frame);
-  uint32_t own = 0;
-  for (uint32_t t = 0; t < layout.num_tiles; ++t) {
-    own += codec::TileEntry(frame.data(), layout, t) != codec::kGlobalTableTile;
-  }
-  return own;
-}
-
 FrameMode ModeOf(const std::vector<uint8_t>& frame) { return ReadFrameInfo(frame.data(), frame.size())->mode; }
 
 // The order-0 entropy, in bits, of the symbol bytes (docs/FRAME_FORMAT.md, "The split"): no

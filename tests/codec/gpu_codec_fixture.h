@@ -53,19 +53,6 @@ class DeviceBuffer {
   size_t bytes_, misalign_;
 };
 
-// Tiles of a sound frame that code with a table of their own (0 unless the frame is rANS-coded).
-inline uint32_t TilesWithOwnTables(const std::vector<uint8_t>& frame) {
-  const absl::StatusOr<FrameInfo> info = ReadFrameInfo(frame.data(), frame.size());
-  EXPECT_TRUE(info.ok()) << info.status();
-  if (!info.ok() || info->mode != FrameMode::kSplitRans) return 0;
-  const codec::Layout layout = codec::ComputeLayout(ElementSize(info->dtype), true, info->count, info->lane_symbols);
-  uint32_t own = 0;
-  for (uint32_t t = 0; t < layout.num_tiles; ++t) {
-    own += codec::TileEntry(frame.data(), layout, t) != codec::kGlobalTableTile;
-  }
-  return own;
-}
-
 // A GpuCodec for up to kCount elements and a stream of its own; skips without a GPU.
 template <uint64_t kCount>
 class GpuCodecFixture : public ::testing::Test {
