@@ -110,22 +110,32 @@ __device__ void DecodeChunk(const DecodeArgs& args, const Header& h, const Layou
   const uint32_t tail_lanes = static_cast<uint32_t>(chunk_count % kLanes);
   uint32_t consumed = 0;
   // One step of the 32 lanes. kChecked: some lanes may be past the chunk's end, and the ring is
-  // topped up and the chunk's bounds checked at every step; otherwise the caller has done both
-  // for the whole batch. Returns false on a read past the chunk.
+  // topped up and the chunk's bounds checked at every step; returns false on a read past the
+  // chunk. Otherwise the caller has made the batch's words readable: a lane reads the word it
+  // would take if it were the step's first to refill (consumed + lane) before its state is
+  // known, and the lane that refills takes its own word from the lane its rank names, with a
+  // shuffle, so that no address arithmetic or shared-memory load sits between the ballot and the
+  // next state. A corrupt chunk may read past its words there; it then reads stale ring bytes
+  // (never outside the ring) and fails the end-of-chunk check.
   using Operand = typename Store::Operand;
   auto decode_step = [&]<bool kChecked>(int k, uint32_t raw, Operand operand) -> bool {
     const bool active = !kChecked || k < full_steps || lane < tail_lanes;
+    const uint32_t candidate = kChecked ? 0 : words.Word(consumed + lane);
     const uint32_t entry = slots[x & (kProbScale - 1)];
     uint32_t next = DecodeStep(x, entry);
     const bool refill = active && next < kStateLow;
     const uint32_t ballot = __ballot_sync(~0u, refill);
+    const uint32_t rank = __popc(ballot & lower_lanes);
     if constexpr (kChecked) {
       if (ballot != 0) {
         if (consumed + __popc(ballot) > available) return false;
         words.Ensure(consumed);
       }
+      if (refill) next = (next << 16) | words.Word(consumed + rank);
+    } else {
+      const uint32_t word = __shfl_sync(~0u, candidate, rank);
+      if (refill) next = (next << 16) | word;
     }
-    if (refill) next = (next << 16) | words.Word(consumed + __popc(ballot & lower_lanes));
     consumed += __popc(ballot);
     if constexpr (kChecked) words.Refill(consumed);
     if (active) {
@@ -135,8 +145,9 @@ __device__ void DecodeChunk(const DecodeArgs& args, const Header& h, const Layou
     return true;
   };
   // Batches of kBatch steps; the raw parts (and the store's operands) of the next batch load
-  // while this one decodes. A batch that lies within the full steps and within the chunk's
-  // words runs unchecked.
+  // while this one decodes. A batch that lies within the full steps runs unchecked, even where
+  // it might read past the chunk's words (a sound chunk never does): only the last chunk's last
+  // batch, with lanes past the frame's end, pays the checks of every step.
   constexpr int kBatch = 8;
   auto load_batch = [&](int k0, uint32_t (&batch)[kBatch], Operand (&operands)[kBatch]) {
 #pragma unroll
@@ -153,7 +164,7 @@ __device__ void DecodeChunk(const DecodeArgs& args, const Header& h, const Layou
   bool corrupt = false;
   for (int k0 = 0; k0 < steps && !corrupt; k0 += kBatch) {
     load_batch(k0 + kBatch, next_raw, next_operands);
-    if (k0 + kBatch <= full_steps && consumed + kBatch * kLanes <= available) {
+    if (k0 + kBatch <= full_steps) {
       words.EnsureSpan(consumed, kBatch * kLanes);
 #pragma unroll
       for (int j = 0; j < kBatch; ++j) decode_step.template operator()<false>(k0 + j, raw[j], operands[j]);
@@ -280,12 +291,15 @@ __device__ inline bool ReadOwnTable(const uint8_t* frame, const Layout& layout, 
 }
 
 // Puts the table of `tile`'s chunks in the slot table: the global table, or the tile's own, read
-// and checked first. Called by the whole block between groups; false, with the error recorded
-// (detail: the tile + 1, as the CPU decoder gives it), if the own table is refused.
+// and checked first (the global table only if `freqs` do not hold it, checked, already). Called
+// by the whole block between groups; false, with the error recorded (detail: the tile + 1, as
+// the CPU decoder gives it), if the own table is refused.
 __device__ inline bool LoadTable(const uint8_t* frame, const Layout& layout, uint64_t coded_bytes, uint32_t tile,
-                                 bool global, uint16_t* freqs, uint32_t* slots, uint32_t* error_word) {
+                                 bool global, bool freqs_hold_global, uint16_t* freqs, uint32_t* slots,
+                                 uint32_t* error_word) {
   __syncthreads();  // every warp is done with the slots (and freqs) of the table before
-  const bool sound = global ? LoadGlobalTable(frame, freqs) : ReadOwnTable(frame, layout, coded_bytes, tile, freqs);
+  const bool sound = global ? freqs_hold_global || LoadGlobalTable(frame, freqs)
+                            : ReadOwnTable(frame, layout, coded_bytes, tile, freqs);
   if (!sound) {
     if (threadIdx.x == 0) RecordError(error_word, MakeErrorWord(DecodeError::kBadTable, tile + 1));
     return false;
@@ -320,6 +334,7 @@ __device__ void DecodeTiles(const DecodeArgs& args, const Header& h, const Layou
   // decides from the same shared copy of the index entry, so every thread takes the same
   // branches to LoadTable.
   uint32_t loaded = kNoTable;
+  bool freqs_hold_global = true;  // DecodeFrame has read and checked the global table into them
   // Each group's tile entry, read by thread 0 for the whole block (see ReadOwnTable), in two
   // places taken in turn: a group's barrier is passed only once every thread is done with the
   // place the next group's entry goes to.
@@ -332,8 +347,10 @@ __device__ void DecodeTiles(const DecodeArgs& args, const Header& h, const Layou
     const bool global = entries[group & 1] == kGlobalTableTile;
     const uint32_t table = global ? kGlobalTableTile : tile;
     if (table != loaded) {
-      const bool sound = LoadTable(args.frame, layout, h.coded_bytes, tile, global, freqs, slots, args.error_word);
+      const bool sound =
+          LoadTable(args.frame, layout, h.coded_bytes, tile, global, freqs_hold_global, freqs, slots, args.error_word);
       loaded = sound ? table : kNoTable;
+      freqs_hold_global = global && sound;
     }
     const uint32_t chunk = first_chunk + threadIdx.x / 32;
     if (loaded != kNoTable && chunk < layout.num_chunks) DecodeChunk<Split>(args, h, layout, slots, ring, chunk, store);

@@ -31,6 +31,20 @@ struct EncodeArgs {
 
 using ChunkPrefixOp = cub::TilePrefixCallbackOp<uint32_t, cuda::std::plus<uint32_t>, ChunkScanState>;
 
+// Stores `value` where `store` holds, as one predicated instruction: written as a branch (which
+// the compiler chose for the plain `if`), it closes the coder's step to the scheduler, and the
+// steps of a batch then run one instruction after another, each waiting for the last. The
+// caller orders the store with later reads by a __syncwarp.
+__device__ __forceinline__ void StoreWordIf(bool store, uint16_t* address, uint16_t value) {
+  asm volatile(
+      "{\n"
+      "  .reg .pred p;\n"
+      "  setp.ne.u32 p, %0, 0;\n"
+      "  @p st.global.u16 [%1], %2;\n"
+      "}\n" ::"r"(static_cast<uint32_t>(store)),
+      "l"(address), "h"(value));
+}
+
 template <typename Split, bool kAligned>
 __device__ void StoreSymbols(const EncodeArgs& args, uint64_t first, uint64_t chunk_count) {
   uint8_t* symbols = args.frame + args.layout.coded_offset;
@@ -76,6 +90,22 @@ __global__ void __launch_bounds__(32) EncodeKernel(EncodeArgs args) {
   if (mode == Mode::kSplitStored) return StoreSymbols<Split, kAligned>(args, first, chunk_count);
   if (mode != Mode::kSplitRans) return;
 
+  using Bits = typename Split::Bits;
+  const int full_steps = static_cast<int>(chunk_count / kLanes);
+  const uint32_t tail_lanes = static_cast<uint32_t>(chunk_count % kLanes);
+  const uint8_t* lane_input = args.input + (first + lane) * sizeof(Bits);
+  auto load = [&](int k) { return LoadElement<Split, kAligned>(lane_input, uint64_t(k) * kLanes); };
+  constexpr int kBatch = 16;
+  auto load_batch = [&](int batch_end, Bits (&batch)[kBatch]) {
+#pragma unroll
+    for (int j = 0; j < kBatch; ++j) batch[j] = load(batch_end - 1 - j);
+  };
+  // The first whole batch (the coder runs backwards: the last one of the chunk) loads while the
+  // table does.
+  const int batches_end = full_steps - full_steps % kBatch;
+  Bits current[kBatch], next[kBatch];
+  if (batches_end > 0) load_batch(batches_end, current);
+
   const uint32_t tile = chunk >> args.layout.tile_chunks_log2;
   const uint32_t tile_table_bytes = args.tiles.table_bytes[tile];  // 0: the tile codes with the global table
   const EncoderSymbol* table =
@@ -87,40 +117,26 @@ __global__ void __launch_bounds__(32) EncodeKernel(EncodeArgs args) {
   const uint32_t higher_lanes = ~0u << lane << 1;  // lanes above this one write first in a step
   uint32_t x = kStateLow;
   uint32_t emitted = 0;
-  using Bits = typename Split::Bits;
-  // One step of the 32 lanes: renormalise (emitting 16 bits) where needed, then code. The
-  // store is predicated rather than branched over, which keeps the step short.
+  // One step of the 32 lanes: renormalise (emitting 16 bits) where needed, then code.
   auto code_step = [&](bool active, Bits value) {
     const EncoderSymbol sym = symbols[Split::Symbol(value)];
     const bool emit = active && x >= sym.renorm_limit;
     const uint32_t ballot = __ballot_sync(~0u, emit);
     const uint32_t slot = emitted + __popc(ballot & higher_lanes);
-    if (emit) words[slot] = static_cast<uint16_t>(x);
+    StoreWordIf(emit, words + slot, static_cast<uint16_t>(x));
     x = emit ? x >> 16 : x;
     emitted += __popc(ballot);
     if (active) x = EncodeStep(x, sym);
   };
-  const int full_steps = static_cast<int>(chunk_count / kLanes);
-  const uint32_t tail_lanes = static_cast<uint32_t>(chunk_count % kLanes);
-  const uint8_t* lane_input = args.input + (first + lane) * sizeof(Bits);
-  auto load = [&](int k) { return LoadElement<Split, kAligned>(lane_input, uint64_t(k) * kLanes); };
-  // The coder runs backwards: first the chunk's last, partial step, then the full steps that do
-  // not fill a batch, then whole batches.
+  // First the chunk's last, partial step, then the full steps after the last whole batch, then
+  // whole batches, each coded while the next one's elements load, so that memory latency stays
+  // off the coder's critical path.
   if (tail_lanes != 0) {
     const bool active = lane < tail_lanes;
     code_step(active, active ? load(full_steps) : Bits{0});
   }
-  constexpr int kBatch = 16;
   int end = full_steps;
-  for (; end % kBatch != 0; --end) code_step(true, load(end - 1));
-  // Whole batches: the next batch's elements load while this one is coded, so memory latency
-  // stays off the coder's critical path.
-  auto load_batch = [&](int batch_end, Bits (&batch)[kBatch]) {
-#pragma unroll
-    for (int j = 0; j < kBatch; ++j) batch[j] = load(batch_end - 1 - j);
-  };
-  Bits current[kBatch], next[kBatch];
-  if (end > 0) load_batch(end, current);
+  for (; end > batches_end; --end) code_step(true, load(end - 1));
   for (; end > 0; end -= kBatch) {
     if (end > kBatch) load_batch(end - kBatch, next);
 #pragma unroll
@@ -156,7 +172,10 @@ __global__ void __launch_bounds__(32) EncodeKernel(EncodeArgs args) {
   uint8_t* out = coded + offset;
   if (lane == 0) reinterpret_cast<uint32_t*>(args.frame + args.layout.index_offset)[chunk] = offset / 4;
   reinterpret_cast<uint32_t*>(out)[lane] = x;
-  __syncwarp();  // the scratch words written by other lanes are visible from here on
+  // The scratch words written by other lanes are visible from here on; the compiler, which does
+  // not see StoreWordIf's stores, keeps the reads below after it.
+  asm volatile("" ::: "memory");
+  __syncwarp();
   uint16_t* out_words = reinterpret_cast<uint16_t*>(out + kChunkStateBytes);
   // Reversed copy, kCopyBatch loads in flight per lane: the scratch words sit in L2.
   constexpr uint32_t kCopyBatch = 8;

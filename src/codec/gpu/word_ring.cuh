@@ -28,9 +28,10 @@ class WordRing {
   // Makes words [first, first + 32) readable (those within the chunk). Warp-uniform.
   __device__ __forceinline__ void Ensure(uint32_t first) { WaitFor(first + 31); }
 
-  // Issues what the ring has room for, then makes words [first, first + span) readable; the
-  // caller guarantees they lie within the chunk. span <= (kWindows - 1) * kWindowBytes / 2, so
-  // that the span fits in the windows the ring can hold ahead of `first`.
+  // Issues what the ring has room for, then makes words [first, first + span) readable, those
+  // within the chunk: a word past its end reads as whatever the ring holds (the caller finds
+  // out from its count of words read). span <= (kWindows - 1) * kWindowBytes / 2, so that the
+  // span fits in the windows the ring can hold ahead of `first`.
   __device__ __forceinline__ void EnsureSpan(uint32_t first, uint32_t span) {
     Refill(first);
     WaitFor(first + span - 1);
