@@ -19,11 +19,6 @@ namespace {
 // longest sleep otherwise (deadlines are checked at least this often).
 constexpr absl::Duration kGpuPoll = absl::Microseconds(20);
 constexpr absl::Duration kIdleSleep = absl::Milliseconds(5);
-// How long after its deadline a failed operation waits for GPU work on the caller's buffer (a
-// codec kernel, a copy) before its caller hears of the failure anyway: such work is bounded by
-// no transport timeout, and a kernel that never finishes would otherwise keep the caller's Wait
-// waiting too.
-constexpr absl::Duration kGpuWorkGrace = absl::Seconds(1);
 constexpr uint64_t kMaxBlocksPerMessage = 1u << 16;
 
 // "send to peer 1 (1000 elements of bf16" or "allreduce (1000 elements of bf16, sum"; the caller
@@ -283,18 +278,9 @@ void Engine::SpinForWake() const {
 }
 
 void Engine::Report(OperationTask& task) {
-  if (std::optional<StreamFlags::Ticket> flag = task.TakeDoneFlag()) flags_->Signal(*flag);
-  if (!task.spec().request->Test()) task.spec().request->Complete(task.status());
-}
-
-void Engine::ReportWhileGpuHoldsBuffer(OperationTask& task) {
   if (task.spec().request->Test()) return;
-  const absl::Status& why = task.status();
-  task.spec().request->Complete(absl::Status(
-      why.code(), absl::StrCat(why.message(), "; GPU work on the buffer had not finished ",
-                               absl::FormatDuration(kGpuWorkGrace),
-                               " after the deadline: the buffer, and the stream the call was queued on, stay in use "
-                               "until it does")));
+  if (task.spec().done_flag) flags_->Signal(*task.spec().done_flag);
+  task.spec().request->Complete(task.status());
 }
 
 void Engine::Loop() {
@@ -360,13 +346,7 @@ void Engine::Loop() {
           absl::MutexLock lock(&mutex_);
           for (const auto& [peer, why] : task.out_of_step()) recv_out_of_step_[peer] = why;
         }
-        if (!task.status().ok()) {
-          if (task.caller_buffer_idle()) {
-            Report(task);
-          } else if (now > task.spec().deadline + kGpuWorkGrace && task.caller_buffer_held_by_gpu_only()) {
-            ReportWhileGpuHoldsBuffer(task);
-          }
-        }
+        if (!task.status().ok() && task.caller_buffer_idle()) Report(task);
         if (!task.finished()) {
           poll_gpu |= task.waits_on_gpu();
           ++it;

@@ -59,11 +59,8 @@ class Engine {
  private:
   absl::Status EnsureDevice(int device);
   void Loop();
-  // Completes the task's request and releases its stream, each once.
+  // Completes the task's request and releases its stream, once.
   void Report(OperationTask& task);
-  // Completes a failed task's request while GPU work still holds the caller's buffer (and its
-  // stream, which Report releases once that work is done).
-  void ReportWhileGpuHoldsBuffer(OperationTask& task);
   void Wake();
   // Busy-polls for a wake-up for up to wait_spin (pipeline thread, before it sleeps).
   void SpinForWake() const;

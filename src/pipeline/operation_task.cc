@@ -232,17 +232,6 @@ bool OperationTask::caller_buffer_idle() const {
   return true;
 }
 
-bool OperationTask::caller_buffer_held_by_gpu_only() const {
-  if (caller_buffer_idle() || spec_.memory != transport::MemoryType::kDevice) return false;
-  for (const SendBlock& block : send_blocks_) {
-    if (block.stage == SendStage::kSending) return false;
-  }
-  for (const RecvBlock& block : recv_blocks_) {
-    if (!block.retired && (block.stage == RecvStage::kHead || block.stage == RecvStage::kReceiving)) return false;
-  }
-  return true;
-}
-
 std::optional<absl::Status> OperationTask::Completed(const std::vector<std::shared_ptr<transport::Request>>& requests) {
   absl::Status first;
   for (const auto& request : requests) {

@@ -99,8 +99,6 @@ class OperationTask {
   // same sequence of calls): names it in traces.
   void set_number(uint64_t number) { number_ = number; }
   void set_done_flag(StreamFlags::Ticket ticket) { spec_.done_flag = ticket; }
-  // The caller's stream flag, once: the engine raises it when the task lets the stream go.
-  std::optional<StreamFlags::Ticket> TakeDoneFlag() { return std::exchange(spec_.done_flag, std::nullopt); }
 
   // Moves the task on; true if anything changed.
   bool Advance(TaskContext& context);
@@ -115,9 +113,6 @@ class OperationTask {
   // True when nothing in flight reads or writes the caller's buffers: a failed task is then
   // reported to the caller at once, while it drains its own buffers in the background.
   bool caller_buffer_idle() const;
-  // True when the caller's device buffer is busy with GPU work alone (a codec kernel, a copy),
-  // which no transport timeout bounds: nothing of the transport's still reads or writes it.
-  bool caller_buffer_held_by_gpu_only() const;
   // Peers whose messages no longer line up with this rank's receives after a mismatch: the
   // engine refuses later receives from them with the status.
   const std::vector<std::pair<int, absl::Status>>& out_of_step() const { return out_of_step_; }
