@@ -3,6 +3,7 @@
 #include <pthread.h>
 
 #include <algorithm>
+#include <cstdlib>
 
 #include "absl/strings/str_cat.h"
 #include "pipeline/reduce.h"
@@ -201,6 +202,11 @@ absl::StatusOr<OperationSpec> Engine::Prepare(Call call) {
     return absl::InternalError(absl::StrCat(name, "): no current CUDA device"));
   }
   if (absl::Status s = EnsureDevice(device); !s.ok()) return absl::Status(s.code(), absl::StrCat(name, "): ", s.message()));
+  if (options_.hold_caller_stream && pointer.type == MemoryType::kDevice) {
+    if (absl::Status s = CheckHeldStreamsCanProgress(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS")); !s.ok()) {
+      return absl::Status(s.code(), absl::StrCat(name, "): ", s.message()));
+    }
+  }
   absl::Status status = CudaStatus(cudaEventCreateWithFlags(&spec.input_ready, cudaEventDisableTiming), "creating an event");
   if (status.ok()) status = CudaStatus(cudaEventRecord(spec.input_ready, call.stream), "recording on the caller's stream");
   if (!status.ok()) {
