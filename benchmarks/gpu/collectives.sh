@@ -13,7 +13,9 @@
 #           (UCCLZIP_TRANSPORT_LANES), wakeups (UCCLZIP_STAGING_WAKEUPS), slots
 #           (UCCLZIP_DEVICE_SLOTS), pblock (UCCLZIP_PIPELINE_BLOCK_BYTES), spin (UCCLZIP_WAIT_SPIN),
 #           fwd (UCCLZIP_FORWARD_FROM_HOST), hold (UCCLZIP_HOLD_STREAM: the benchmark waits on each
-#           call's Operation, so it times the same with the caller's stream held or not) (default: none)
+#           call's Operation, so it times the same with the caller's stream held or not), pool
+#           (UCCLZIP_STAGING_POOL_BYTES), tblock (UCCLZIP_BLOCK_BYTES, the transport's staging
+#           unit) (default: none)
 #   SWEEP_MODES  compression modes of those runs (default: off)
 #   SWEEP_OPS    operations of those runs (default: COLLECTIVES)
 #   LANES, WAKEUPS  values to compare, e.g. "1 2": short for SWEEP="lanes:1 lanes:2"
@@ -38,7 +40,8 @@ source "$(dirname "$0")/perftest.bash"
 # The settings SWEEP compares, and the variables that set them.
 declare -A knob_variables=([lanes]=UCCLZIP_TRANSPORT_LANES [wakeups]=UCCLZIP_STAGING_WAKEUPS
   [slots]=UCCLZIP_DEVICE_SLOTS [pblock]=UCCLZIP_PIPELINE_BLOCK_BYTES [spin]=UCCLZIP_WAIT_SPIN
-  [fwd]=UCCLZIP_FORWARD_FROM_HOST [hold]=UCCLZIP_HOLD_STREAM)
+  [fwd]=UCCLZIP_FORWARD_FROM_HOST [hold]=UCCLZIP_HOLD_STREAM [pool]=UCCLZIP_STAGING_POOL_BYTES
+  [tblock]=UCCLZIP_BLOCK_BYTES)
 sweep=${SWEEP:-}
 for lanes in ${LANES:-}; do sweep+=" lanes:$lanes"; done
 for wakeups in ${WAKEUPS:-}; do sweep+=" wakeups:$wakeups"; done
@@ -110,7 +113,7 @@ done
 python3 - "$summary" "$ranks" <<'PY'
 import collections, json, statistics, sys
 runs = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
-knobs = ("lanes", "wakeups", "slots", "pblock", "spin", "fwd", "hold")  # SWEEP's reruns
+knobs = ("lanes", "wakeups", "slots", "pblock", "spin", "fwd", "hold", "pool", "tblock")  # SWEEP's reruns
 # One row per case and mode: the median over the rounds (the sum of #wrong).
 def case_key(r):
     return tuple(sorted((k, str(v)) for k, v in r.items() if k in ("bench", "ranks", "tls_name", "compress", "pairs") + knobs))

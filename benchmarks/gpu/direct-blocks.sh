@@ -14,6 +14,10 @@
 #   DIRECT_WINDOWS messages sent back to back per acknowledgement (`sendrecv --window`), each
 #                  a run of every pair: 1 is one message's time; more streams them, as
 #                  ucx_perftest does (default: "1 8")
+#   DIRECT_HOLDS   values of UCCLZIP_HOLD_STREAM, each a run of every pair and window: 0 leaves
+#                  the caller's stream free (the benchmark waits on each Operation, so it times
+#                  the same work), to see whether a stream wait pending in one process costs the
+#                  other process's copies time on the GPU they share (default: "1")
 set -uo pipefail
 OUT=${OUT:?set OUT to the folder for the logs}
 mkdir -p "$OUT"
@@ -32,18 +36,20 @@ for name in tcp shm; do
   PERFTEST_MEMORY=cuda perftest "direct-$name-256M" "$tls" tag_bw 268435456 "${PERFTEST_ITERS:-100}" |
     awk -v n="$name" '{printf "{\"tls_name\":\"%s\",\"bench\":\"ucx_perftest\",\"algbw_GBps\":%.4f}\n", n, $7 * 1048576 / 1e9}' \
       >>"$summary"
+  for hold in ${DIRECT_HOLDS:-1}; do
   for window in ${DIRECT_WINDOWS:-1 8}; do
   for pair in ${DIRECT_BLOCKS:-16M:4M 16M:16M 16M:64M default:default 256M:256M}; do
     IFS=: read -r pipeline transport <<<"$pair"
-    log="$OUT/direct-blocks-$name-$pipeline-$transport-w$window"
+    log="$OUT/direct-blocks-$name-$pipeline-$transport-w$window-hold$hold"
     block_flags=()
     [[ $pipeline != default ]] && block_flags+=(--pipeline_block "$pipeline")
     [[ $transport != default ]] && block_flags+=(--block_bytes "$transport")
-    timeout -k 10 120 "$bench" sendrecv --ranks 2 --memory device --tls "$tls" --compress off --pattern oneway \
+    UCCLZIP_HOLD_STREAM=$hold timeout -k 10 120 "$bench" sendrecv --ranks 2 --memory device --tls "$tls" --compress off --pattern oneway \
       --min_bytes 256M --max_bytes 256M --iters "${ITERS:-8}" --warmup 3 --latency_iters 0 --window "$window" \
       "${block_flags[@]}" -c 1 --json >"$log.jsonl" 2>"$log.err" ||
       echo "$name $pair window $window failed: $(tail -c 300 "$log.err")"
-    sed "s/^{/{\"tls_name\":\"$name\",\"blocks\":\"$pair\",/" "$log.jsonl" | grep '^{' >>"$summary"
+    sed "s/^{/{\"tls_name\":\"$name\",\"blocks\":\"$pair\",\"hold\":$hold,/" "$log.jsonl" | grep '^{' >>"$summary"
+  done
   done
   done
 done
@@ -51,13 +57,14 @@ python3 - "$summary" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 perf = {r["tls_name"]: r["algbw_GBps"] for r in rows if r["bench"] == "ucx_perftest"}
-print(f"{'tls':4} {'pipeline:transport':>18} {'window':>6} {'GB/s':>9} {'of perftest':>11} {'#wrong':>6}")
+print(f"{'tls':4} {'pipeline:transport':>18} {'hold':>4} {'window':>6} {'GB/s':>9} {'of perftest':>11} {'mean/median':>11} {'#wrong':>6}")
 for r in rows:
     if r["bench"] != "sendrecv":
         continue
     ref = perf.get(r["tls_name"])
     share = f"{100 * r['algbw_GBps'] / ref:.0f} %" if ref else "-"
-    print(f"{r['tls_name']:4} {r['blocks']:>18} {r['window']:6} {r['algbw_GBps']:9.2f} {share:>11} {r['wrong']:6}")
+    spread = f"{r['mean_us'] / r['time_us']:.2f}" if r.get("time_us") else "-"
+    print(f"{r['tls_name']:4} {r['blocks']:>18} {r['hold']:4} {r['window']:6} {r['algbw_GBps']:9.2f} {share:>11} {spread:>11} {r['wrong']:6}")
 for name, bw in sorted(perf.items()):
     print(f"ucx_perftest -m cuda tag_bw 256 MB over {name}: {bw:.2f} GB/s")
 PY

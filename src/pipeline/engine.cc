@@ -3,9 +3,9 @@
 #include <pthread.h>
 
 #include <algorithm>
-#include <cstdlib>
 
 #include "absl/strings/str_cat.h"
+#include "pipeline/held_streams.h"
 #include "pipeline/reduce.h"
 #include "transport/message_tag.h"
 
@@ -203,7 +203,7 @@ absl::StatusOr<OperationSpec> Engine::Prepare(Call call) {
   }
   if (absl::Status s = EnsureDevice(device); !s.ok()) return absl::Status(s.code(), absl::StrCat(name, "): ", s.message()));
   if (options_.hold_caller_stream && pointer.type == MemoryType::kDevice) {
-    if (absl::Status s = CheckHeldStreamsCanProgress(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS")); !s.ok()) {
+    if (absl::Status s = HeldStreams::Process().CheckCanHold(); !s.ok()) {
       return absl::Status(s.code(), absl::StrCat(name, "): ", s.message()));
     }
   }
@@ -218,14 +218,33 @@ absl::StatusOr<OperationSpec> Engine::Prepare(Call call) {
 }
 
 void Engine::Submit(std::vector<OperationSpec> specs) {
+  // The group's streams to hold, all at once: a group that waited for room one stream at a
+  // time could wait for itself.
+  auto holds = [this](const OperationSpec& spec) { return spec.input_ready != nullptr && options_.hold_caller_stream; };
+  std::vector<cudaStream_t> held;
+  absl::Time deadline = absl::InfiniteFuture();
+  for (const OperationSpec& spec : specs) {
+    if (!holds(spec)) continue;
+    held.push_back(spec.stream);
+    deadline = std::min(deadline, spec.deadline);
+  }
+  const absl::Status room = held.empty() ? absl::OkStatus() : HeldStreams::Process().Acquire(held, deadline);
   std::vector<std::unique_ptr<OperationTask>> tasks;
   // The callers' streams wait only now, after every call of the group has recorded its position.
   for (OperationSpec& spec : specs) {
     auto task = std::make_unique<OperationTask>(std::move(spec), lanes_.size());
     task->set_rank(rank_);
-    if (task->spec().input_ready != nullptr && options_.hold_caller_stream) {
+    // Without room for the group's streams none of its calls starts: a part of a group would
+    // leave its peers waiting for the rest.
+    if (!room.ok()) {
+      task->Fail(room);
+      task->spec().request->Complete(task->status());
+      continue;
+    }
+    if (holds(task->spec())) {
       absl::StatusOr<StreamFlags::Ticket> ticket = flags_->EnqueueWait(task->spec().stream);
       if (!ticket.ok()) {
+        HeldStreams::Process().Release(task->spec().stream);
         task->Fail(ticket.status());
         task->spec().request->Complete(task->status());
         continue;
@@ -285,7 +304,10 @@ void Engine::SpinForWake() const {
 
 void Engine::Report(OperationTask& task) {
   if (task.spec().request->Test()) return;
-  if (task.spec().done_flag) flags_->Signal(*task.spec().done_flag);
+  if (task.spec().done_flag) {
+    flags_->Signal(*task.spec().done_flag);
+    HeldStreams::Process().Release(task.spec().stream);
+  }
   task.spec().request->Complete(task.status());
 }
 

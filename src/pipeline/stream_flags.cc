@@ -2,23 +2,10 @@
 
 #include <cstring>
 
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "transport/cuda_driver.h"
 
 namespace ucclzip::pipeline {
-
-absl::Status CheckHeldStreamsCanProgress(const char* max_connections) {
-  int queues = 0;
-  if (max_connections == nullptr || !absl::SimpleAtoi(max_connections, &queues) || queues != 1) {
-    return absl::OkStatus();
-  }
-  return absl::FailedPreconditionError(
-      "CUDA_DEVICE_MAX_CONNECTIONS=1 puts every stream of this process in one hardware queue, where the wait "
-      "that holds the call's stream would stop the pipeline's own copies and kernels, and the call would never "
-      "finish: set CUDA_DEVICE_MAX_CONNECTIONS to 32 before CUDA starts, or set hold_caller_stream = false "
-      "(UCCLZIP_HOLD_STREAM=0) and Wait() on the operation before the stream uses its buffers");
-}
 
 absl::StatusOr<std::unique_ptr<StreamFlags>> StreamFlags::Create() {
   // Stream memory operations came with CUDA 12 in every driver.

@@ -22,16 +22,6 @@
 
 namespace ucclzip::pipeline {
 
-// Whether a held stream can be let go in a process whose CUDA_DEVICE_MAX_CONNECTIONS is
-// `max_connections` (the variable's text; null where it is unset). CUDA puts each stream in one
-// of that many hardware queues, in turn, and a queue runs its work in order: a held stream's
-// wait stops every later piece of work of the streams that share its queue, and so the
-// pipeline's own copies and kernels there, on which letting it go depends. With one queue
-// (Megatron-LM sets it so) every held call on device memory would wait forever, as H200 run
-// s14-5 showed: FailedPrecondition then, saying what to change. Above one, whether the streams
-// that matter meet depends on how many the process has (docs/PIPELINE.md, "Known limits").
-absl::Status CheckHeldStreamsCanProgress(const char* max_connections);
-
 class StreamFlags {
  public:
   struct Ticket {

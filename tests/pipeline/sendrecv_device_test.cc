@@ -196,5 +196,66 @@ TEST(PipelineDevice, GroupedSendAndRecvOnOneStreamDoNotDeadlock) {
   }));
 }
 
+// More calls in flight, each on its own stream, than the process has hardware queues: each held
+// stream takes a queue, and with more than half of them held some of the pipeline's own copies
+// and kernels never ran (H200 runs s15-3 to s15-5; with three of four queues held this test
+// hung). The pipeline holds at most half as many streams as there are queues, and a call that
+// finds no room waits in Send or Recv until an earlier call lets its stream go
+// (held_streams.h). CUDA's default of eight queues here, so four held streams at most, and
+// twelve calls a rank.
+TEST(PipelineDevice, MoreCallsOnTheirOwnStreamsThanHardwareQueuesFinish) {
+  UCCLZIP_SKIP_WITHOUT_GPU();
+  constexpr int kCalls = 12;
+  constexpr uint64_t kCount = 1'000'003;
+  constexpr size_t kBytes = kCount * 2;
+  ExpectRanksSucceeded(RunRanks({.world_size = 2, .kill_after = absl::Minutes(2)}, [&](const RankContext& context) -> absl::Status {
+    // Read by CUDA when it starts, which is below, in this rank's own process.
+    setenv("CUDA_DEVICE_MAX_CONNECTIONS", "8", 1);
+    if (absl::Status s = Cuda(cudaSetDevice(0), "cudaSetDevice"); !s.ok()) return s;
+    transport::TransportOptions options = PipelineOptions();
+    options.ucx_transports = WithCudaTransports("tcp");
+    options.op_timeout = absl::Seconds(60);
+    auto comm = CreateCommunicator(context, options);
+    if (!comm.ok()) return comm.status();
+    std::vector<std::vector<uint8_t>> tensors;
+    for (int i = 0; i < kCalls; ++i) {
+      tensors.push_back(GenerateTensor(DataType::kBFloat16, kCount, {DistKind::kGaussian, 0.02}, i + 1));
+    }
+    cudaStream_t streams[kCalls] = {};
+    void* buffers[kCalls] = {};
+    uint8_t* back = nullptr;  // pinned, before anything is queued (see DeviceRoundTrip)
+    absl::Status status = Cuda(cudaMallocHost(reinterpret_cast<void**>(&back), kBytes * kCalls), "cudaMallocHost");
+    for (int i = 0; i < kCalls; ++i) {
+      status.Update(Cuda(cudaStreamCreateWithFlags(&streams[i], cudaStreamNonBlocking), "stream"));
+      status.Update(Cuda(cudaMalloc(&buffers[i], kBytes), "cudaMalloc"));
+    }
+    std::vector<Operation> calls;
+    for (int i = 0; status.ok() && i < kCalls; ++i) {
+      const CompressionMode mode = i % 2 ? CompressionMode::kOff : CompressionMode::kOn;
+      if (context.rank == 0) {
+        status.Update(Cuda(cudaMemcpyAsync(buffers[i], tensors[i].data(), kBytes, cudaMemcpyHostToDevice, streams[i]), "fill"));
+        calls.push_back((*comm)->Send(buffers[i], kCount, DataType::kBFloat16, 1, streams[i], SendOptions{.compression = mode}));
+      } else {
+        status.Update(Cuda(cudaMemsetAsync(buffers[i], 0, kBytes, streams[i]), "clear"));
+        calls.push_back((*comm)->Recv(buffers[i], kCount, DataType::kBFloat16, 0, streams[i]));
+        status.Update(Cuda(cudaMemcpyAsync(back + i * kBytes, buffers[i], kBytes, cudaMemcpyDeviceToHost, streams[i]), "copy back"));
+      }
+    }
+    for (int i = 0; i < kCalls; ++i) {
+      if (streams[i] != nullptr) status.Update(Cuda(cudaStreamSynchronize(streams[i]), "sync"));
+    }
+    for (size_t i = 0; i < calls.size(); ++i) status.Update(WaitOk(calls[i], absl::StrCat("call ", i)));
+    for (int i = 0; status.ok() && context.rank == 1 && i < kCalls; ++i) {
+      status = ExpectSameBytes(back + i * kBytes, tensors[i].data(), kBytes, absl::StrCat("message ", i));
+    }
+    for (int i = 0; i < kCalls; ++i) {
+      cudaFree(buffers[i]);
+      if (streams[i] != nullptr) cudaStreamDestroy(streams[i]);
+    }
+    cudaFreeHost(back);
+    return status;
+  }));
+}
+
 }  // namespace
 }  // namespace ucclzip::testing
