@@ -8,6 +8,9 @@
 //
 //   shift  (default, as nccl-tests' sendrecv): every rank sends to rank+1 and receives from
 //          rank-1 at the same time; time is one exchange (the slowest rank's median).
+//   chain  every rank but the last sends to rank+1 and every rank but the first receives from
+//          rank-1, at the same time: the links of the broadcast chain without its
+//          dependencies (nothing is forwarded), as shift is the ring's; time is one exchange.
 //   oneway (as ucx_perftest tag_bw): rank 0 sends to rank 1, which answers with a 1-byte
 //          message; time is one message plus that acknowledgement. With --window N rank 0
 //          sends N messages in one group (rank 1 receives them in one group, into N buffers)
@@ -33,7 +36,8 @@
 
 ABSL_FLAG(ucclzip::bench::ByteSize, min_bytes, ucclzip::bench::ByteSize{8}, "smallest message (K/M/G); alias of -b/--minbytes");
 ABSL_FLAG(ucclzip::bench::ByteSize, max_bytes, ucclzip::bench::ByteSize{64 << 20}, "largest message (K/M/G); alias of -e/--maxbytes");
-ABSL_FLAG(std::string, pattern, "shift", "shift (every rank to rank+1) | oneway (rank 0 to rank 1)");
+ABSL_FLAG(std::string, pattern, "shift",
+          "shift (every rank to rank+1) | chain (every rank but the last to rank+1) | oneway (rank 0 to rank 1)");
 ABSL_FLAG(int, window, 1, "oneway: messages sent back to back (one group) per acknowledgement");
 ABSL_FLAG(int, latency_iters, 2000, "round trips for the 8-byte latency (0 skips it)");
 ABSL_FLAG(ucclzip::bench::ByteSize, block_bytes, ucclzip::bench::ByteSize{0},
@@ -44,17 +48,43 @@ namespace {
 
 constexpr absl::Duration kWait = absl::Seconds(120);
 
+enum class Pattern { kShift, kChain, kOneway };
+
+absl::StatusOr<Pattern> ParsePattern(const std::string& name) {
+  if (name == "shift") return Pattern::kShift;
+  if (name == "chain") return Pattern::kChain;
+  if (name == "oneway") return Pattern::kOneway;
+  return absl::InvalidArgumentError(absl::StrCat("--pattern ", name, ": must be shift, chain or oneway"));
+}
+
+// Whom `rank` sends to and receives from in one exchange of `pattern` (-1: nobody).
+struct Peers {
+  int to = -1, from = -1;
+};
+Peers PeersOf(Pattern pattern, int rank, int size) {
+  switch (pattern) {
+    case Pattern::kShift:
+      return {(rank + 1) % size, (rank + size - 1) % size};
+    case Pattern::kChain:
+      return {rank + 1 < size ? rank + 1 : -1, rank > 0 ? rank - 1 : -1};
+    case Pattern::kOneway:
+      break;
+  }
+  return {rank == 0 ? 1 : -1, rank == 1 ? 0 : -1};
+}
+
 // One message of the pattern in `mode` (oneway: one per buffer of `ins`, then the acknowledgement).
-absl::Status Exchange(Communicator& comm, bool oneway, const void* out, const std::vector<void*>& ins, uint64_t count,
-                      DataType dtype, CompressionMode mode) {
+absl::Status Exchange(Communicator& comm, Pattern pattern, const void* out, const std::vector<void*>& ins,
+                      uint64_t count, DataType dtype, CompressionMode mode) {
   const SendOptions send_options{.compression = mode};
-  const int rank = comm.rank(), size = comm.size();
-  if (!oneway) {
+  const int rank = comm.rank();
+  if (pattern != Pattern::kOneway) {
     // One group, as nccl-tests does: on device memory each call holds the stream until it is
     // done, so a Recv and then a Send outside a group would wait for each other around the ring.
+    const Peers peers = PeersOf(pattern, rank, comm.size());
     comm.GroupStart();
-    comm.Recv(ins[0], count, dtype, (rank + size - 1) % size, nullptr);
-    comm.Send(out, count, dtype, (rank + 1) % size, nullptr, send_options);
+    if (peers.from >= 0) comm.Recv(ins[0], count, dtype, peers.from, nullptr);
+    if (peers.to >= 0) comm.Send(out, count, dtype, peers.to, nullptr, send_options);
     return comm.GroupEnd().Wait(kWait);
   }
   uint8_t ack = 1;
@@ -95,14 +125,15 @@ struct RankTotals {
   static RankTotals From(const double* in) { return {in[0], in[1], in[2], in[3], in[4], in[5], in[6]}; }
 };
 
-absl::StatusOr<std::vector<ModeResult>> MeasureSize(Communicator& comm, bool oneway, uint64_t bytes, DataType dtype,
+absl::StatusOr<std::vector<ModeResult>> MeasureSize(Communicator& comm, Pattern pattern, uint64_t bytes, DataType dtype,
                                                     const testing::Distribution& dist, bool device,
                                                     const std::vector<CompressionMode>& modes) {
   const int rank = comm.rank(), size = comm.size();
+  const bool oneway = pattern == Pattern::kOneway;
   const uint64_t count = bytes / ElementSize(dtype);
-  const int source = oneway ? 0 : (rank + size - 1) % size;
-  const bool sends = oneway ? rank == 0 : true, receives = oneway ? rank == 1 : true, active = sends || receives;
-  const std::vector<uint8_t> want = testing::GenerateTensor(dtype, count, dist, 1 + source);
+  const Peers peers = PeersOf(pattern, rank, size);
+  const bool sends = peers.to >= 0, receives = peers.from >= 0, active = sends || receives;
+  const std::vector<uint8_t> want = testing::GenerateTensor(dtype, count, dist, 1 + std::max(peers.from, 0));
   absl::StatusOr<std::unique_ptr<TensorBuffer>> out =
       TensorBuffer::Create(testing::GenerateTensor(dtype, count, dist, 1 + rank), device);
   if (!out.ok()) return out.status();
@@ -131,7 +162,7 @@ absl::StatusOr<std::vector<ModeResult>> MeasureSize(Communicator& comm, bool one
       const CommunicatorStats before = comm.stats();
       const absl::Time start = absl::Now();
       const std::vector<void*> targets = check ? std::vector<void*>{ins[0]} : ins;
-      if (absl::Status s = Exchange(comm, oneway, (*out)->data(), targets, count, dtype, modes[m]); !s.ok()) return s;
+      if (absl::Status s = Exchange(comm, pattern, (*out)->data(), targets, count, dtype, modes[m]); !s.ok()) return s;
       const double elapsed_us = absl::ToDoubleMicroseconds(absl::Now() - start) / targets.size();
       if (check) {
         if (receives) totals[m].wrong = static_cast<double>(checked.CountWrong(want));
@@ -156,7 +187,8 @@ absl::StatusOr<std::vector<ModeResult>> MeasureSize(Communicator& comm, bool one
   absl::StatusOr<std::vector<double>> all = GatherDoubles(comm, mine);
   if (!all.ok()) return all.status();
   std::vector<ModeResult> results(modes.size());
-  const double messages = static_cast<double>(iterations) * (oneway ? window : size);
+  const int links = pattern == Pattern::kShift ? size : pattern == Pattern::kChain ? size - 1 : 1;
+  const double messages = static_cast<double>(iterations) * (oneway ? window : links);
   for (size_t m = 0; m < modes.size(); ++m) {
     ModeResult& result = results[m];
     double payload = 0, wire = 0, codec_seconds = 0, frames = 0;
@@ -203,9 +235,10 @@ absl::StatusOr<double> MeasureLatency(Communicator& comm) {
   return Median(times);
 }
 
-void PrintRow(bool json, bool oneway, const Communicator& comm, uint64_t bytes, DataType dtype,
+void PrintRow(bool json, Pattern pattern, const Communicator& comm, uint64_t bytes, DataType dtype,
               const std::vector<CompressionMode>& modes, size_t m, const std::vector<ModeResult>& all) {
   const ModeResult& r = all[m];
+  const bool oneway = pattern == Pattern::kOneway;
   const double algbw = r.time_us > 0 ? bytes / r.time_us / 1e3 : 0;
   // Throughput against the first mode listed, measured in the same turns.
   const double vs_first = r.time_us > 0 ? all[0].time_us / r.time_us : 0;
@@ -226,7 +259,7 @@ void PrintRow(bool json, bool oneway, const Communicator& comm, uint64_t bytes, 
                 static_cast<unsigned long long>(r.saved), codec.c_str(), vs_first, CompressionName(modes[0]), wrong, comm.size(),
                 absl::GetFlag(FLAGS_memory).c_str(),
                 options.ucx_transports.empty() ? "default" : options.ucx_transports.c_str(),
-                oneway ? "oneway" : "shift", absl::GetFlag(FLAGS_window), absl::GetFlag(FLAGS_dist).c_str(), options.pipeline_block_bytes,
+                absl::GetFlag(FLAGS_pattern).c_str(), absl::GetFlag(FLAGS_window), absl::GetFlag(FLAGS_dist).c_str(), options.pipeline_block_bytes,
                 *comm.options().block_bytes, PathName(comm, absl::GetFlag(FLAGS_memory) == "device"));
     return;
   }
@@ -245,9 +278,9 @@ absl::Status RunRank() {
   if (!use_device.ok()) return use_device.status();
   const bool device = *use_device;
   const std::string memory = device ? "device" : "host";
-  const std::string pattern = absl::GetFlag(FLAGS_pattern);
-  if (pattern != "shift" && pattern != "oneway") return absl::InvalidArgumentError("--pattern must be shift or oneway");
-  const bool oneway = pattern == "oneway";
+  absl::StatusOr<Pattern> pattern = ParsePattern(absl::GetFlag(FLAGS_pattern));
+  if (!pattern.ok()) return pattern.status();
+  const bool oneway = *pattern == Pattern::kOneway;
   if (const int window = absl::GetFlag(FLAGS_window); window < 1 || (!oneway && window != 1)) {
     return absl::InvalidArgumentError(
         absl::StrCat("--window ", window, ": must be at least 1, and above 1 only with --pattern oneway"));
@@ -272,7 +305,7 @@ absl::Status RunRank() {
     std::printf("# ucclzip-bench sendrecv: %d ranks, %s memory%s, UCX_TLS=%s, pattern %s (window %d), compress %s "
                 "(taking turns), %s, %zu-byte pipeline blocks, %zu-byte transport blocks\n",
                 comm.size(), memory.c_str(), device ? (comm.device_memory_direct() ? " (direct)" : " (staged)") : "",
-                tls.c_str(), pattern.c_str(), absl::GetFlag(FLAGS_window), compress.c_str(), dist->Name().c_str(), comm.options().pipeline_block_bytes,
+                tls.c_str(), absl::GetFlag(FLAGS_pattern).c_str(), absl::GetFlag(FLAGS_window), compress.c_str(), dist->Name().c_str(), comm.options().pipeline_block_bytes,
                 *comm.options().block_bytes);
     const std::string codec =
         oneway ? absl::StrFormat("%10s %10s", "encode(us)", "decode(us)") : absl::StrFormat("%10s", "codec(us)");
@@ -282,10 +315,10 @@ absl::Status RunRank() {
   const uint64_t min_bytes = MinBytes(absl::GetFlag(FLAGS_min_bytes).bytes);
   const uint64_t max_bytes = MaxBytes(absl::GetFlag(FLAGS_max_bytes).bytes);
   for (uint64_t bytes = std::max<uint64_t>(min_bytes, ElementSize(*dtype)); bytes <= max_bytes; bytes = NextSize(bytes)) {
-    absl::StatusOr<std::vector<ModeResult>> results = MeasureSize(comm, oneway, bytes, *dtype, *dist, device, *modes);
+    absl::StatusOr<std::vector<ModeResult>> results = MeasureSize(comm, *pattern, bytes, *dtype, *dist, device, *modes);
     if (!results.ok()) return results.status();
     if (!report) continue;
-    for (size_t m = 0; m < modes->size(); ++m) PrintRow(json, oneway, comm, bytes, *dtype, *modes, m, *results);
+    for (size_t m = 0; m < modes->size(); ++m) PrintRow(json, *pattern, comm, bytes, *dtype, *modes, m, *results);
     std::fflush(stdout);
   }
   if (absl::GetFlag(FLAGS_latency_iters) > 0) {

@@ -8,6 +8,9 @@
 #   RANKS   ranks (default 4)                 CASE_TIMEOUT  seconds per case (default 300)
 #   COLLECTIVES  operations to run (default: all four)
 #   PERFTEST_PAIRS  how many ucx_perftest pairs run at once, each count a run (default: "1 RANKS-1 RANKS")
+# Beside them, each round times the ring's links alone (sendrecv --pattern shift, uncompressed)
+# and, where broadcast runs, the chain's (--pattern chain, off and on): what the links take on
+# this host with nothing forwarded, against which the broadcast's own cost shows.
 #   SWEEP   settings to compare, KNOB:VALUE each, e.g. "slots:4 pblock:32M": the collectives run
 #           once more per setting with its variable set, rows tagged "KNOB":"VALUE". Knobs: lanes
 #           (UCCLZIP_TRANSPORT_LANES), wakeups (UCCLZIP_STAGING_WAKEUPS), slots
@@ -99,6 +102,14 @@ for name in tcp shm; do
   timeout -k 10 "$limit" "$bench" sendrecv --ranks "$ranks" --memory device --tls "${transports[$name]}" --compress off \
     --pattern shift --min_bytes 256M --max_bytes 256M --iters "$iters" --warmup 2 --latency_iters 0 --json \
     2>"$OUT/shift-$name-r$round.err" | sed "s/^{/{\"tls_name\":\"$name\",\"round\":$round,/" | grep '^{' >>"$summary"
+  # The broadcast chain's links without its dependencies (nothing forwarded), off and on taking
+  # turns: what its links alone take on this host, which the chain then adds its filling to.
+  if [[ " ${COLLECTIVES:-broadcast} " == *" broadcast "* ]]; then
+    timeout -k 10 "$limit" "$bench" sendrecv --ranks "$ranks" --memory device --tls "${transports[$name]}" --compress off,on \
+      --pattern chain --min_bytes 256M --max_bytes 256M --iters "$iters" --warmup 2 --latency_iters 0 \
+      --dist gaussian:0.02 --json 2>"$OUT/chain-$name-r$round.err" |
+      sed "s/^{/{\"tls_name\":\"$name\",\"round\":$round,/" | grep '^{' >>"$summary"
+  fi
   order=("${settings[@]}")
   if ((round % 2 == 0)); then
     order=()
@@ -116,7 +127,7 @@ runs = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 knobs = ("lanes", "wakeups", "slots", "pblock", "spin", "fwd", "hold", "pool", "tblock")  # SWEEP's reruns
 # One row per case and mode: the median over the rounds (the sum of #wrong).
 def case_key(r):
-    return tuple(sorted((k, str(v)) for k, v in r.items() if k in ("bench", "ranks", "tls_name", "compress", "pairs") + knobs))
+    return tuple(sorted((k, str(v)) for k, v in r.items() if k in ("bench", "ranks", "tls_name", "compress", "pairs", "pattern") + knobs))
 groups = collections.OrderedDict()
 for r in runs:
     groups.setdefault(case_key(r), []).append(r)
@@ -142,9 +153,11 @@ for r in rows:
           f"{r['busbw_GBps']:8.3f} {r['ratio']:6.3f} {base['time_us'] / r['time_us']:6.2f}x {r['wrong']:6}")
 for (name, pairs), bw in sorted(perf.items()):
     print(f"ucx_perftest tag_bw 256 MB over {name}, {pairs} pair(s) at once: {bw:.3f} GB/s per pair")
+links = {"shift": "the ring's links", "chain": "the broadcast chain's links"}
 for r in rows:
     if r["bench"] == "sendrecv":
-        print(f"sendrecv shift, {r['ranks']} ranks over {r['tls_name']} (the ring's links, no dependencies): {r['algbw_GBps']:.3f} GB/s per link")
+        print(f"sendrecv {r['pattern']}, {r['ranks']} ranks over {r['tls_name']}, compression {r['compress']} "
+              f"({links[r['pattern']]}, no dependencies): {r['algbw_GBps']:.3f} GB/s per link")
 for name in sorted({n for n, _ in perf}):
     off = [r for r in rows if r["bench"] == "allreduce" and r["tls_name"] == name and r.get("compress") == "off"]
     for pairs in sorted(p for n, p in perf if n == name):
@@ -155,6 +168,14 @@ for name in sorted({n for n, _ in perf}):
     b = {r["ranks"]: r["time_us"] for r in rows if r["bench"] == "broadcast" and r["tls_name"] == name and r["compress"] == "on"}
     if ranks in b and 2 in b:
         print(f"broadcast over {name}, compressed: {ranks - 1} receivers take {b[ranks] / b[2]:.2f}x the time of one")
+    for mode in ("off", "on"):
+        chain = [r for r in rows if r["bench"] == "sendrecv" and r.get("pattern") == "chain" and r["tls_name"] == name
+                 and r["compress"] == mode]
+        cast = [r for r in rows if r["bench"] == "broadcast" and r["tls_name"] == name and r["compress"] == mode
+                and r["ranks"] == ranks]
+        if chain and cast:
+            print(f"broadcast over {name}, compression {mode}: {ranks - 1} receivers take "
+                  f"{cast[0]['time_us'] / chain[0]['time_us']:.2f}x the time of the chain's links alone")
 # Per setting of each knob (SWEEP): each row against the main run's row of the same case and
 # mode, and against the same setting's uncompressed row.
 def same_case(x, r):
