@@ -202,11 +202,15 @@ absl::StatusOr<OperationSpec> Engine::Prepare(Call call) {
     return absl::InternalError(absl::StrCat(name, "): no current CUDA device"));
   }
   if (absl::Status s = EnsureDevice(device); !s.ok()) return absl::Status(s.code(), absl::StrCat(name, "): ", s.message()));
+  HeldStreams& held_streams = HeldStreams::ForDevice(device);
   if (options_.hold_caller_stream && pointer.type == MemoryType::kDevice) {
-    if (absl::Status s = HeldStreams::Process().CheckCanHold(); !s.ok()) {
+    if (absl::Status s = held_streams.CheckCanHold(); !s.ok()) {
       return absl::Status(s.code(), absl::StrCat(name, "): ", s.message()));
     }
   }
+  // A held call on host memory needs none of the pipeline's GPU work, so with too few queues to
+  // count it (no device call can be in flight then) it is held uncounted.
+  if (options_.hold_caller_stream && held_streams.capacity() > 0) spec.held_streams = &held_streams;
   absl::Status status = CudaStatus(cudaEventCreateWithFlags(&spec.input_ready, cudaEventDisableTiming), "creating an event");
   if (status.ok()) status = CudaStatus(cudaEventRecord(spec.input_ready, call.stream), "recording on the caller's stream");
   if (!status.ok()) {
@@ -219,16 +223,18 @@ absl::StatusOr<OperationSpec> Engine::Prepare(Call call) {
 
 void Engine::Submit(std::vector<OperationSpec> specs) {
   // The group's streams to hold, all at once: a group that waited for room one stream at a
-  // time could wait for itself.
+  // time could wait for itself. A communicator has one device, so its calls share one bound.
   auto holds = [this](const OperationSpec& spec) { return spec.input_ready != nullptr && options_.hold_caller_stream; };
-  std::vector<cudaStream_t> held;
+  HeldStreams* bound = nullptr;
+  std::vector<cudaStream_t> counted;
   absl::Time deadline = absl::InfiniteFuture();
   for (const OperationSpec& spec : specs) {
-    if (!holds(spec)) continue;
-    held.push_back(spec.stream);
+    if (!holds(spec) || spec.held_streams == nullptr) continue;
+    bound = spec.held_streams;
+    counted.push_back(spec.stream);
     deadline = std::min(deadline, spec.deadline);
   }
-  const absl::Status room = held.empty() ? absl::OkStatus() : HeldStreams::Process().Acquire(held, deadline);
+  const absl::Status room = bound == nullptr ? absl::OkStatus() : bound->Acquire(counted, deadline);
   std::vector<std::unique_ptr<OperationTask>> tasks;
   // The callers' streams wait only now, after every call of the group has recorded its position.
   for (OperationSpec& spec : specs) {
@@ -244,7 +250,7 @@ void Engine::Submit(std::vector<OperationSpec> specs) {
     if (holds(task->spec())) {
       absl::StatusOr<StreamFlags::Ticket> ticket = flags_->EnqueueWait(task->spec().stream);
       if (!ticket.ok()) {
-        HeldStreams::Process().Release(task->spec().stream);
+        if (task->spec().held_streams != nullptr) task->spec().held_streams->Release(task->spec().stream);
         task->Fail(ticket.status());
         task->spec().request->Complete(task->status());
         continue;
@@ -306,7 +312,7 @@ void Engine::Report(OperationTask& task) {
   if (task.spec().request->Test()) return;
   if (task.spec().done_flag) {
     flags_->Signal(*task.spec().done_flag);
-    HeldStreams::Process().Release(task.spec().stream);
+    if (task.spec().held_streams != nullptr) task.spec().held_streams->Release(task.spec().stream);
   }
   task.spec().request->Complete(task.status());
 }

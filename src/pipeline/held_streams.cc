@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
+#include <memory>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -27,9 +29,13 @@ int HardwareQueues(const char* max_connections) {
   return std::clamp(queues, 1, kCudaMostQueues);
 }
 
-HeldStreams& HeldStreams::Process() {
-  static HeldStreams* const process = new HeldStreams(HardwareQueues(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS")));
-  return *process;
+HeldStreams& HeldStreams::ForDevice(int device) {
+  static absl::Mutex mutex(absl::kConstInit);
+  static auto* const by_device = new std::map<int, std::unique_ptr<HeldStreams>>();
+  absl::MutexLock lock(&mutex);
+  std::unique_ptr<HeldStreams>& held = (*by_device)[device];
+  if (held == nullptr) held = std::make_unique<HeldStreams>(HardwareQueues(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS")));
+  return *held;
 }
 
 HeldStreams::HeldStreams(int hardware_queues)

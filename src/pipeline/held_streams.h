@@ -13,8 +13,10 @@
 // four queues no stream is held at all, and a held call on device memory is refused
 // (Megatron-LM sets one queue).
 //
-// The bound counts only the pipeline's holds: streams that the program or other libraries keep
-// waiting take queues too (docs/PIPELINE.md, "Known limits").
+// Each device's context has its own queues, so each device has its own bound, shared by every
+// communicator of the process on that device. It counts only the pipeline's holds: streams
+// that the program or other libraries keep waiting take queues too (docs/PIPELINE.md, "Known
+// limits").
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -41,9 +43,9 @@ class HeldStreams {
   // Fewer queues hold nothing: with 2, one held stream stopped about half the others (s15-5).
   static constexpr int kFewestQueues = 4;
 
-  // This process's, bounded by CUDA_DEVICE_MAX_CONNECTIONS as it was when first asked (CUDA
-  // reads it once, when it starts).
-  static HeldStreams& Process();
+  // This process's for CUDA device `device`, bounded by CUDA_DEVICE_MAX_CONNECTIONS as it was
+  // when first asked (CUDA reads it once, when it starts).
+  static HeldStreams& ForDevice(int device);
 
   explicit HeldStreams(int hardware_queues);
   HeldStreams(const HeldStreams&) = delete;

@@ -27,6 +27,7 @@
 #include "pipeline/envelope.h"
 #include "pipeline/plain_run.h"
 #include "pipeline/schedule.h"
+#include "pipeline/held_streams.h"
 #include "pipeline/send_window.h"
 #include "pipeline/stream_flags.h"
 #include "pipeline/transport_lanes.h"
@@ -53,6 +54,9 @@ struct OperationSpec {
   cudaStream_t stream = nullptr;
   // Raised when the task finishes, to release the caller's stream.
   std::optional<StreamFlags::Ticket> done_flag;
+  // The bound the caller's stream is held under (its device's), or null where the hold is not
+  // counted: no hold, or host memory where no stream can be held (held_streams.h).
+  HeldStreams* held_streams = nullptr;
   uint64_t block_elements = 0;  // elements per pipeline block (a chunk's last may be shorter)
   // "rank 0: send to peer 1 (1000 elements of bf16, host memory)"
   std::string description;
