@@ -4,6 +4,7 @@
 #include <cstdlib>
 #include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -44,8 +45,9 @@ HeldStreams::HeldStreams(int hardware_queues)
 
 absl::Status HeldStreams::CheckCanHold() const {
   if (capacity_ > 0) return absl::OkStatus();
+  const std::string queues = hardware_queues_ == 1 ? "one hardware queue" : absl::StrCat(hardware_queues_, " hardware queues");
   return absl::FailedPreconditionError(absl::StrCat(
-      "CUDA_DEVICE_MAX_CONNECTIONS=", hardware_queues_, " gives this process ", hardware_queues_ == 1 ? "one hardware queue" : absl::StrCat(hardware_queues_, " hardware queues"),
+      "CUDA_DEVICE_MAX_CONNECTIONS=", hardware_queues_, " gives this process ", queues,
       ", too few to hold the call's stream: its wait would stop the pipeline's own copies and kernels, and the "
       "call would never finish: ",
       kWaysOut));
@@ -59,7 +61,7 @@ absl::Status HeldStreams::Acquire(absl::Span<const cudaStream_t> streams, absl::
   const int wanted = static_cast<int>(distinct.size());
   if (wanted > capacity_) {
     return absl::FailedPreconditionError(absl::StrCat(
-        "the call holds ", wanted, " streams at once, and this process can hold at most ", capacity_,
+        "the call holds ", wanted, " streams at once, and this process can hold at most ", capacity_, " on this device",
         " (half its CUDA_DEVICE_MAX_CONNECTIONS=", hardware_queues_,
         " hardware queues, where a held stream takes one): use fewer streams in one group, or ", kWaysOut));
   }
@@ -71,7 +73,7 @@ absl::Status HeldStreams::Acquire(absl::Span<const cudaStream_t> streams, absl::
   };
   if (!mutex_.AwaitWithDeadline(absl::Condition(&fits), deadline)) {
     return absl::DeadlineExceededError(absl::StrCat(
-        "waited until the call's deadline to hold its stream: ", holds_.size(), " streams of this process are held by ",
+        "waited until the call's deadline to hold its stream: ", holds_.size(), " streams of this process are held on this device by ",
         "unfinished calls, as many as ", hardware_queues_,
         " hardware queues (CUDA_DEVICE_MAX_CONNECTIONS) allow with half left for the pipeline's work; finish "
         "earlier calls first, use fewer streams, or ",

@@ -1,4 +1,4 @@
-// How many callers' streams the pipeline holds at once in this process, and the bound on it.
+// How many callers' streams the pipeline holds at once on each device, and the bound on it.
 //
 // A held stream (stream_flags.h) keeps one of the process's hardware queues busy: CUDA has
 // CUDA_DEVICE_MAX_CONNECTIONS of them (8 unless set), and a queue whose next piece of work is

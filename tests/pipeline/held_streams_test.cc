@@ -57,7 +57,7 @@ TEST(HeldStreams, AStreamAlreadyHeldTakesNoMoreRoom) {
   EXPECT_EQ(streams.held(), 2);
   const absl::Status full = streams.Acquire({Stream(3)}, Soon());
   EXPECT_EQ(full.code(), absl::StatusCode::kDeadlineExceeded) << full;
-  EXPECT_TRUE(absl::StrContains(full.message(), "2 streams of this process are held")) << full;
+  EXPECT_TRUE(absl::StrContains(full.message(), "2 streams of this process are held on this device")) << full;
   EXPECT_TRUE(absl::StrContains(full.message(), "4 hardware queues")) << full;
   // Held three times, let go three times.
   for (int i = 0; i < 3; ++i) {
