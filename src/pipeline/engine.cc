@@ -20,7 +20,7 @@ namespace {
 // Poll interval while a task waits on the GPU (CUDA events cannot wake a thread), and the
 // longest sleep otherwise (deadlines are checked at least this often). Linux lets a timed wait
 // run late by the thread's timer slack, 50 us unless set: on the CPU machine a 20 us wait took
-// 95 us with it and 45 us with 1 us (benchmarks/timer-slack.sh), so the pipeline thread sets 1 us.
+// 95 us with it and 45 us with 1 us (benchmarks/gpu/timer-slack.sh), so the pipeline thread sets 1 us.
 constexpr absl::Duration kGpuPoll = absl::Microseconds(20);
 constexpr unsigned long kTimerSlackNs = 1000;
 constexpr absl::Duration kIdleSleep = absl::Milliseconds(5);

@@ -4,7 +4,7 @@
 # wait run late by the thread's timer slack (/proc/self/timerslack_ns, 50 us unless set). This
 # times 2000 20 us waits of nanosleep and of a condition variable, under the default slack and
 # under the 1 us the pipeline thread sets (PR_SET_TIMERSLACK). Needs a C++ compiler only; runs
-# on the CPU machine and on the GPU machine.
+# on the CPU machine and on the GPU machine (`scripts/gpu-run timer-slack`).
 set -euo pipefail
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
