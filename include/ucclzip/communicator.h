@@ -265,8 +265,9 @@ class Communicator {
 
   // Between GroupStart and GroupEnd, Send, Recv and the collectives only queue; GroupEnd posts
   // them all at once, so that many tensors travel as one pipelined stream, and returns one
-  // Operation covering them (the calls' own Operations work too). Groups do not nest; per
-  // thread.
+  // Operation covering them (the calls' own Operations work too). Per thread. Groups nest as
+  // in NCCL: only the outermost GroupEnd posts, an inner one returns a done Operation; a
+  // GroupEnd without a GroupStart returns a failed one (FailedPrecondition).
   void GroupStart();
   Operation GroupEnd();
 

@@ -41,9 +41,14 @@ struct Communicator::Impl {
   std::unique_ptr<transport::Bootstrap> bootstrap;
   std::unique_ptr<pipeline::TransportLanes> lanes;
   std::unique_ptr<pipeline::Engine> engine;
-  // Open groups: the calls each thread queued since its GroupStart.
+  // Open groups, per thread: how deep the GroupStarts nest, and the calls queued since the
+  // outermost one.
+  struct OpenGroup {
+    int depth = 0;
+    std::vector<pipeline::OperationSpec> calls;
+  };
   absl::Mutex group_mutex;
-  std::map<std::thread::id, std::vector<pipeline::OperationSpec>> groups ABSL_GUARDED_BY(group_mutex);
+  std::map<std::thread::id, OpenGroup> groups ABSL_GUARDED_BY(group_mutex);
 };
 
 Communicator::Communicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -61,6 +66,17 @@ absl::StatusOr<std::unique_ptr<Communicator>> Communicator::Create(const Communi
 }
 
 Communicator::~Communicator() {
+  // Calls left in a group that never ended were never posted: their Operations fail now rather
+  // than wait for ever.
+  {
+    absl::MutexLock lock(&impl_->group_mutex);
+    for (auto& [thread, group] : impl_->groups) {
+      pipeline::Engine::Discard(std::move(group.calls),
+                                absl::CancelledError("the communicator was destroyed while the call's group was open "
+                                                     "(GroupStart without GroupEnd)"));
+    }
+    impl_->groups.clear();
+  }
   // The barrier makes sure every rank has finished with the others (every completed send
   // delivered) before the endpoints are closed; if a peer is gone it fails fast or times out.
   if (absl::Status s = impl_->bootstrap->Barrier(absl::Now() + impl_->lanes->options().shutdown_timeout); !s.ok()) {
@@ -95,7 +111,7 @@ Operation Communicator::Submit(pipeline::Call call) {
     absl::MutexLock lock(&impl_->group_mutex);
     auto group = impl_->groups.find(std::this_thread::get_id());
     if (group != impl_->groups.end()) {
-      group->second.push_back(std::move(*spec));
+      group->second.calls.push_back(std::move(*spec));
       return Operation({request});
     }
   }
@@ -107,7 +123,7 @@ Operation Communicator::Submit(pipeline::Call call) {
 
 void Communicator::GroupStart() {
   absl::MutexLock lock(&impl_->group_mutex);
-  impl_->groups.try_emplace(std::this_thread::get_id());
+  ++impl_->groups[std::this_thread::get_id()].depth;
 }
 
 Operation Communicator::GroupEnd() {
@@ -115,8 +131,13 @@ Operation Communicator::GroupEnd() {
   {
     absl::MutexLock lock(&impl_->group_mutex);
     auto group = impl_->groups.find(std::this_thread::get_id());
-    if (group == impl_->groups.end()) return Operation();
-    specs = std::move(group->second);
+    if (group == impl_->groups.end()) {
+      return Failed(absl::FailedPreconditionError(
+          absl::StrCat("rank ", rank(), ": GroupEnd without a GroupStart on this thread")));
+    }
+    // As in NCCL, only the outermost GroupEnd posts the calls; an inner one has nothing to wait for.
+    if (--group->second.depth > 0) return Operation();
+    specs = std::move(group->second.calls);
     impl_->groups.erase(group);
   }
   std::vector<std::shared_ptr<transport::Request>> requests;

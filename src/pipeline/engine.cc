@@ -225,6 +225,13 @@ absl::StatusOr<OperationSpec> Engine::Prepare(Call call) {
   return spec;
 }
 
+void Engine::Discard(std::vector<OperationSpec> specs, const absl::Status& why) {
+  for (OperationSpec& spec : specs) {
+    if (spec.input_ready != nullptr) cudaEventDestroy(spec.input_ready);
+    spec.request->Complete(absl::Status(why.code(), absl::StrCat(spec.description, ": ", why.message())));
+  }
+}
+
 void Engine::Submit(std::vector<OperationSpec> specs) {
   // The group's streams to hold, all at once: a group that waited for room one stream at a
   // time could wait for itself. A communicator has one device, so its calls share one bound.

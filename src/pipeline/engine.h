@@ -53,6 +53,9 @@ class Engine {
   absl::StatusOr<OperationSpec> Prepare(Call call);
   // Queues prepared calls; their streams then wait for them.
   void Submit(std::vector<OperationSpec> specs);
+  // Completes prepared calls that will never be submitted with `why` (their streams were never
+  // held).
+  static void Discard(std::vector<OperationSpec> specs, const absl::Status& why);
 
   CommunicatorStats stats() const;
 
