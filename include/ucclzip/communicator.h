@@ -3,7 +3,7 @@
 // Send and Recv follow NCCL's stream semantics for device buffers: the call returns at once;
 // the input is read only after the work already queued on `stream`, and later work on
 // `stream` sees the transfer done (for a Recv, the data; for a Send, the input free to reuse).
-// Host buffers use the CPU codec on the communicator's pipeline thread; with a null stream
+// Host buffers use the CPU codec (on a thread of the communicator's); with a null stream
 // they are ordered by the returned Operation alone, with a non-null one like device buffers.
 // Every call also returns an Operation to test or wait on. A send to `peer` matches the
 // receive from this rank that `peer` posts in the same position, with the same count and type;
@@ -130,8 +130,8 @@ struct CommunicatorOptions {
   // and makes none. That pins (device_slots + 2) pipeline blocks per communicator of 3 or more
   // ranks, 64 MB with the defaults. false forwards through the GPU instead.
   bool forward_from_host = true;
-  // Threads of the CPU codec, which codes the blocks of host buffers, the pipeline thread
-  // included; 0 means DefaultHostCodecThreads() (include/ucclzip/codec.h): half the cores, at
+  // Threads of the CPU codec, which codes the blocks of host buffers, the communicator's host
+  // codec thread included; 0 means DefaultHostCodecThreads() (include/ucclzip/codec.h): half the cores, at
   // most 8. One block's frame is spread over them, so the host path codes about this many
   // times faster than one core, with the same bytes on the wire.
   int cpu_codec_threads = 0;

@@ -63,6 +63,7 @@ Engine::Engine(TransportLanes& lanes, const CommunicatorOptions& options,
       next_recv_sequence_(lanes.size()),
       recv_out_of_step_(lanes.size()),
       cpu_codec_threads_(std::move(cpu_codec_threads)),
+      host_jobs_(std::make_unique<HostCodecJobs>([this] { Wake(); })),
       policy_(options.min_compress_bytes),
       send_window_(lanes.size(),
                    uint64_t(std::max(options.device_slots, 1)) * std::max<uint64_t>(options.pipeline_block_bytes, 1)) {
@@ -339,6 +340,7 @@ void Engine::Loop() {
       std::min<uint64_t>(kMaxRunBytes, uint64_t{transport::kMaxBlocks - 1} * *lanes_.options().block_bytes);
   context.stats = &stats_;
   context.cpu_codec_threads = cpu_codec_threads_.get();
+  context.host_jobs = host_jobs_.get();
   context.wake = [this](const absl::Status&) { Wake(); };
   bool stopping = false;
   int device = -1;

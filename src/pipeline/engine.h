@@ -21,6 +21,7 @@
 #include "absl/synchronization/mutex.h"
 #include "pipeline/compression_policy.h"
 #include "pipeline/device_slots.h"
+#include "pipeline/host_codec_jobs.h"
 #include "pipeline/operation_task.h"
 #include "pipeline/stream_flags.h"
 #include "pipeline/transport_lanes.h"
@@ -41,7 +42,7 @@ struct Call {
 
 class Engine {
  public:
-  // `cpu_codec_threads` code host buffers' blocks (the engine thread takes part).
+  // `cpu_codec_threads` code host buffers' blocks (host_codec_jobs.h).
   Engine(TransportLanes& lanes, const CommunicatorOptions& options, std::unique_ptr<HostCodecThreads> cpu_codec_threads);
   // Fails what is still pending and stops the thread; call after the transports have shut down,
   // so that every transport request has completed.
@@ -93,6 +94,8 @@ class Engine {
 
   // Pipeline thread only.
   std::unique_ptr<HostCodecThreads> cpu_codec_threads_;
+  // Runs the CPU codec with cpu_codec_threads_, off this thread; gone before them.
+  std::unique_ptr<HostCodecJobs> host_jobs_;
   CompressionPolicy policy_;
   SendWindow send_window_;
   CommunicatorStats stats_;

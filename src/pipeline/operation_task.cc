@@ -212,11 +212,12 @@ bool OperationTask::finished() const {
 bool OperationTask::waits_on_gpu() const {
   if (spec_.input_ready != nullptr && !input_seen_ready_) return true;
   if (copies_ == CopyStage::kRunning) return true;
+  // A host job wakes the pipeline thread itself when it is done.
   for (const SendBlock& block : send_blocks_) {
-    if (block.stage == SendStage::kEncoding && !block.encoded) return true;
+    if (block.stage == SendStage::kEncoding && !block.encoded && block.host_job == nullptr) return true;
   }
   for (const RecvBlock& block : recv_blocks_) {
-    if (block.stage == RecvStage::kProcessing) return true;
+    if (block.stage == RecvStage::kProcessing && block.host_job == nullptr) return true;
   }
   return false;
 }

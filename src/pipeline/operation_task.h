@@ -26,7 +26,9 @@
 #include "pipeline/device_slots.h"
 #include "pipeline/envelope.h"
 #include "pipeline/held_streams.h"
+#include "pipeline/host_codec_jobs.h"
 #include "pipeline/plain_run.h"
+#include "pipeline/reduce.h"
 #include "pipeline/schedule.h"
 #include "pipeline/send_window.h"
 #include "pipeline/stream_flags.h"
@@ -79,6 +81,7 @@ struct TaskContext {
   transport::CompletionCallback wake;  // given to every transport request
   CommunicatorStats* stats = nullptr;
   HostCodecThreads* cpu_codec_threads = nullptr;  // the CPU codec's threads, for host buffers
+  HostCodecJobs* host_jobs = nullptr;  // where the CPU codec runs them
   // Per peer, whether every earlier task has started all its sends to the peer (posted all its
   // receives from it): a link's blocks start, and take their slots, in call order across tasks,
   // as within one (docs/COLLECTIVES.md, "Link order"). Set by the engine before each Advance.
@@ -160,6 +163,7 @@ class OperationTask {
     uint64_t meter_ticket = 0;
     uint64_t window_bytes = 0;  // taken from the send window while the block is in flight
     absl::Time codec_start;
+    std::shared_ptr<const HostCodecJobs::Job> host_job;  // a host frame's encode, until it is sent
     std::vector<std::shared_ptr<transport::Request>> requests;
   };
 
@@ -184,6 +188,7 @@ class OperationTask {
     // Where the plain bytes landed, or the result is: the output buffer or scratch.
     uint8_t* result = nullptr;
     absl::Time codec_start;
+    std::shared_ptr<const HostCodecJobs::Job> host_job;  // a host block's decode and reduction
     std::shared_ptr<transport::Request> envelope_request;
     std::shared_ptr<transport::Request> head_request;
     // The first block of a plain run: the receive of the whole run's bytes, which the blocks it
@@ -231,7 +236,9 @@ class OperationTask {
   bool TakeWindow(TaskContext& context, SendBlock& block);
   void StartForward(TaskContext& context, SendBlock& block);
   void StartPlain(TaskContext& context, SendBlock& block, const uint8_t* source);
+  // Queues a host frame's encode; SendHostFrame sends it once the encode is done.
   void StartHostFrame(TaskContext& context, SendBlock& block, const uint8_t* source);
+  bool SendHostFrame(TaskContext& context, SendBlock& block);
   bool StartDeviceFrame(TaskContext& context, SendBlock& block, const uint8_t* source, bool windowed);
   bool AdvanceEncoding(TaskContext& context, SendBlock& block);
   void SendRest(TaskContext& context, SendBlock& block, const uint8_t* head, const uint8_t* frame, uint64_t frame_bytes,
@@ -261,6 +268,9 @@ class OperationTask {
   bool PostCarried(RecvBlock& block);
   bool OnHead(TaskContext& context, RecvBlock& block);
   bool Process(TaskContext& context, RecvBlock& block);
+  // A host block's decode and reduction, queued; FinishProcessing takes the result.
+  void ProcessOnHost(TaskContext& context, RecvBlock& block, const Combiner& combiner, uint8_t* decoded,
+                     uint8_t* result, const uint8_t* local);
   bool FinishProcessing(TaskContext& context, RecvBlock& block);
   bool RetireRecv(TaskContext& context, RecvBlock& block);
   void PostRecv(TaskContext& context, RecvBlock& block, void* data, uint64_t bytes, transport::MemoryType memory,

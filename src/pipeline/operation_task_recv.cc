@@ -329,17 +329,7 @@ bool OperationTask::Process(TaskContext& context, RecvBlock& block) {
   const Combiner combiner{spec_.dtype, spec_.schedule.op, step.divisor};
   block.codec_start = absl::Now();
   if (block.slot == nullptr) {
-    absl::Status status;
-    if (frame) {
-      status = DecompressHost(block.host_frame.get(), block.frame_bytes, spec_.dtype, decoded, elements,
-                              context.cpu_codec_threads);
-      context.policy->HostDecoded(absl::Now() - block.codec_start);
-    }
-    if (status.ok() && local != nullptr) ReduceHost(combiner, decoded, local, result, elements);
-    context.stats->codec_seconds += absl::ToDoubleSeconds(absl::Now() - block.codec_start);
-    FailBlock("recv", block.step, block.index, status);
-    TraceBlock("recv", block.step, block.index, "processed");
-    block.stage = RecvStage::kDone;
+    ProcessOnHost(context, block, combiner, decoded, result, local);
     return true;
   }
   DeviceSlot* slot = block.slot;
@@ -372,7 +362,34 @@ bool OperationTask::Process(TaskContext& context, RecvBlock& block) {
   return true;
 }
 
+void OperationTask::ProcessOnHost(TaskContext& context, RecvBlock& block, const Combiner& combiner, uint8_t* decoded,
+                                  uint8_t* result, const uint8_t* local) {
+  const uint64_t elements = BlockElements(spec_.schedule.recvs[block.step].count, block.index);
+  const uint8_t* frame = block.header.kind == BlockKind::kFrame ? block.host_frame.get() : nullptr;
+  auto work = [=, frame_bytes = block.frame_bytes, dtype = spec_.dtype,
+               threads = context.cpu_codec_threads]() -> absl::StatusOr<uint64_t> {
+    if (frame != nullptr) {
+      if (absl::Status s = DecompressHost(frame, frame_bytes, dtype, decoded, elements, threads); !s.ok()) return s;
+    }
+    if (local != nullptr) ReduceHost(combiner, decoded, local, result, elements);
+    return uint64_t{0};
+  };
+  block.host_job = context.host_jobs->Run(elements * ElementSize(spec_.dtype), std::move(work));
+  block.stage = RecvStage::kProcessing;
+}
+
 bool OperationTask::FinishProcessing(TaskContext& context, RecvBlock& block) {
+  if (block.host_job != nullptr) {
+    // Whatever became of the task, the job has the block's buffers until it is done.
+    if (!block.host_job->done()) return false;
+    const std::shared_ptr<const HostCodecJobs::Job> job = std::move(block.host_job);
+    if (block.header.kind == BlockKind::kFrame) context.policy->HostDecoded(job->took());
+    context.stats->codec_seconds += absl::ToDoubleSeconds(job->took());
+    FailBlock("recv", block.step, block.index, job->result().status());
+    TraceBlock("recv", block.step, block.index, "processed");
+    block.stage = RecvStage::kDone;
+    return true;
+  }
   absl::StatusOr<bool> decoded = EventDone(block.slot->codec_done);
   if (decoded.ok() && !*decoded && status_.ok()) return false;
   absl::Status status = decoded.status();

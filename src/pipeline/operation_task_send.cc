@@ -62,7 +62,9 @@ bool OperationTask::SourceReady(const SendBlock& block) const {
 bool OperationTask::AdvanceSends(TaskContext& context) {
   bool moved = false;
   for (SendBlock& block : send_blocks_) {
-    if (block.stage == SendStage::kEncoding) moved |= AdvanceEncoding(context, block);
+    if (block.stage == SendStage::kEncoding) {
+      moved |= block.host_job != nullptr ? SendHostFrame(context, block) : AdvanceEncoding(context, block);
+    }
     // A carried block completes with the first block of its run.
     if (block.stage == SendStage::kSending && block.run_first == block.index) {
       if (std::optional<absl::Status> done = Completed(block.requests)) {
@@ -250,25 +252,36 @@ void OperationTask::StartHostFrame(TaskContext& context, SendBlock& block, const
   const SendStep& step = spec_.schedule.sends[block.step];
   const uint64_t elements = BlockElements(step.chunk.count, block.index);
   block.host_frame.reset(new uint8_t[block.plan.max_frame_bytes]);
-  const uint64_t payload = elements * ElementSize(spec_.dtype);
-  const absl::Time start = absl::Now();
-  block.codec_start = start;
-  absl::StatusOr<uint64_t> frame_bytes =
-      CompressHost(source, elements, spec_.dtype, block.host_frame.get(), block.plan.max_frame_bytes, {},
-                   context.cpu_codec_threads);
-  const absl::Time encoded = absl::Now();
-  context.stats->codec_seconds += absl::ToDoubleSeconds(encoded - start);
-  if (frame_bytes.ok()) context.policy->HostEncoded(payload, encoded - start);
-  if (!frame_bytes.ok()) {
-    FailBlock("send", block.step, block.index, frame_bytes.status());
-    RetireSend(context, block);
-    return;
-  }
+  block.codec_start = absl::Now();
+  block.host_job = context.host_jobs->Run(
+      elements * ElementSize(spec_.dtype), [source, elements, dtype = spec_.dtype, frame = block.host_frame.get(),
+                                            capacity = block.plan.max_frame_bytes, threads = context.cpu_codec_threads] {
+        return CompressHost(source, elements, dtype, frame, capacity, {}, threads);
+      });
+  block.stage = SendStage::kEncoding;
+  // The envelope goes now, as a windowed device frame's does: the receiver checks it while the
+  // frame is coded, and learns of a disagreement even if this task fails meanwhile.
   block.envelope = EncodeEnvelope(BlockEnvelope(block, BlockKind::kFrame));
   PostSend(context, block, block.envelope.data(), kEnvelopeBytes, MemoryType::kHost, kEnvelopeStream);
+}
+
+bool OperationTask::SendHostFrame(TaskContext& context, SendBlock& block) {
+  if (!block.host_job->done()) return false;
+  const std::shared_ptr<const HostCodecJobs::Job> job = std::move(block.host_job);
+  context.stats->codec_seconds += absl::ToDoubleSeconds(job->took());
+  const absl::StatusOr<uint64_t>& frame_bytes = job->result();
+  if (!frame_bytes.ok() || !status_.ok()) {
+    FailBlock("send", block.step, block.index, frame_bytes.status());
+    block.stage = SendStage::kSending;  // the envelope's send completes, then the block retires
+    return true;
+  }
+  const SendStep& step = spec_.schedule.sends[block.step];
+  context.policy->HostEncoded(BlockElements(step.chunk.count, block.index) * ElementSize(spec_.dtype), job->took());
+  TraceBlock("send", block.step, block.index, "encoded");
   PostSend(context, block, block.host_frame.get() + block.plan.raw_offset, block.plan.raw_bytes, MemoryType::kHost,
            kRawStream);
   SendRest(context, block, block.host_frame.get(), block.host_frame.get(), *frame_bytes, MemoryType::kHost);
+  return true;
 }
 
 bool OperationTask::StartDeviceFrame(TaskContext& context, SendBlock& block, const uint8_t* source, bool windowed) {

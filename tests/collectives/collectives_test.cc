@@ -111,6 +111,23 @@ TEST(Collectives, SharedMemoryAndSmallBlocksWithManyBlocksPerChunk) {
   RunCases(4, cases, options);
 }
 
+// Blocks large enough that their CPU codec work and reductions run on the host codec thread
+// (host_codec_jobs.h), every reducing operation among them, compressed and not.
+TEST(Collectives, HostBlocksCodedOffThePipelineThread) {
+  transport::TransportOptions options = PipelineOptions();
+  options.pipeline_block_bytes = size_t{1} << 20;
+  options.block_bytes = size_t{256} << 10;
+  std::vector<CollectiveCase> cases;
+  for (Collective kind : {Collective::kAllReduce, Collective::kReduceScatter, Collective::kReduce, Collective::kBroadcast}) {
+    for (CompressionMode mode : {CompressionMode::kOn, CompressionMode::kOff}) {
+      cases.push_back({.kind = kind, .dtype = DataType::kBFloat16, .count = 3 * 700'001, .root = 2, .mode = mode});
+    }
+  }
+  cases.push_back({.kind = Collective::kAllReduce, .dtype = DataType::kFloat32, .op = ReduceOp::kMax, .count = 900'001,
+                   .dist = {DistKind::kLaplace, 0.5}});
+  RunCases(3, cases, options);
+}
+
 // Host memory through the transport's staging pipeline (as device memory goes where UCX does not
 // take it), so that CI covers the staged path's small, empty and adjacent messages too.
 TEST(Collectives, StagedTransportPath) {
