@@ -131,9 +131,9 @@ struct CommunicatorOptions {
   // ranks, 64 MB with the defaults. false forwards through the GPU instead.
   bool forward_from_host = true;
   // Threads of the CPU codec, which codes the blocks of host buffers, the communicator's host
-  // codec thread included; 0 means DefaultHostCodecThreads() (include/ucclzip/codec.h): half the cores, at
-  // most 8. One block's frame is spread over them, so the host path codes about this many
-  // times faster than one core, with the same bytes on the wire.
+  // codec thread included; 0 means DefaultHostCodecThreads() (include/ucclzip/codec.h): half
+  // the cores, at most 8. One block's frame is spread over them, so the host path codes about
+  // this many times faster than one core, with the same bytes on the wire.
   int cpu_codec_threads = 0;
 };
 

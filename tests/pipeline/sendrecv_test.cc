@@ -62,6 +62,17 @@ absl::Status Exchange(Communicator& comm, const std::vector<Message>& messages, 
   return absl::OkStatus();
 }
 
+// Each rank sends the messages to the other and receives the other's at the same time, from
+// two threads.
+absl::Status ExchangeBothWays(Communicator& comm, const std::vector<Message>& messages, bool group) {
+  absl::Status other;
+  std::thread second([&] { other = Exchange(comm, messages, 1, 0, group); });
+  absl::Status first = Exchange(comm, messages, 0, 1, group);
+  second.join();
+  first.Update(other);
+  return first;
+}
+
 const DataType kAllTypes[] = {DataType::kRaw,   DataType::kBFloat16, DataType::kFloat16, DataType::kFloat32,
                               DataType::kFloat8E4M3, DataType::kFloat8E5M2, DataType::kInt8, DataType::kUint8,
                               DataType::kInt32, DataType::kUint32, DataType::kInt64, DataType::kUint64,
@@ -132,13 +143,7 @@ TEST(PipelineSendRecv, ManyMixedOperationsInFlightBothWaysInGroups) {
   ExpectRanksSucceeded(RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
     auto comm = CreateCommunicator(context, PipelineOptions());
     if (!comm.ok()) return comm.status();
-    // Each rank sends to the other and receives at the same time, from two threads.
-    absl::Status other;
-    std::thread second([&] { other = Exchange(**comm, messages, 1, 0, true); });
-    absl::Status first = Exchange(**comm, messages, 0, 1, true);
-    second.join();
-    first.Update(other);
-    return first;
+    return ExchangeBothWays(**comm, messages, true);
   }));
 }
 
@@ -156,13 +161,9 @@ TEST(PipelineSendRecv, HostCodecJobsBothWaysAtOnce) {
     options.block_bytes = size_t{512} << 10;
     auto comm = CreateCommunicator(context, options);
     if (!comm.ok()) return comm.status();
-    absl::Status other;
-    std::thread second([&] { other = Exchange(**comm, messages, 1, 0, false); });
-    absl::Status first = Exchange(**comm, messages, 0, 1, false);
-    second.join();
-    first.Update(other);
-    if (first.ok() && (*comm)->stats().blocks_compressed < 4) return absl::InternalError("too few blocks compressed");
-    return first;
+    if (absl::Status s = ExchangeBothWays(**comm, messages, false); !s.ok()) return s;
+    if ((*comm)->stats().blocks_compressed < 4) return absl::InternalError("too few blocks compressed");
+    return absl::OkStatus();
   }));
 }
 
