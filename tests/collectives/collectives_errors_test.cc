@@ -116,7 +116,9 @@ TEST(CollectiveErrors, BadArgumentsFailAtOnce) {
   }));
 }
 
-// With one transport lane and with two (each lane watches the dead rank's connection).
+// With one transport lane and with two (each lane watches the dead rank's connection); with two,
+// in blocks of 2 MB, whose coding and reductions run as host codec jobs (host_codec_jobs.h)
+// that the failure must wait for.
 class CollectiveKilledRank : public ::testing::TestWithParam<int> {};
 
 TEST_P(CollectiveKilledRank, ARankKilledDuringAnAllReduceFailsTheOthersNamingIt) {
@@ -132,6 +134,10 @@ TEST_P(CollectiveKilledRank, ARankKilledDuringAnAllReduceFailsTheOthersNamingIt)
                  transport::TransportOptions options = ShortTimeoutOptions();
                  options.op_timeout = absl::Seconds(5);
                  options.transport_lanes = GetParam();
+                 if (GetParam() == 2) {
+                   options.pipeline_block_bytes = size_t{2} << 20;
+                   options.block_bytes = size_t{512} << 10;
+                 }
                  auto comm = CreateCommunicator(context, options);
                  if (!comm.ok()) return comm.status();
                  // Allreduces back to back until one fails: rank 3 dies in the middle of one.
