@@ -1,6 +1,7 @@
 #include "pipeline/compression_policy.h"
 
 #include <algorithm>
+#include <limits>
 #include <string>
 
 #include "absl/strings/str_format.h"
@@ -27,7 +28,8 @@ bool CompressionPolicy::ShouldCompress(CompressionMode mode, DataType dtype, uin
     return false;
   }
   // The tensor compresses (or it is time to try it again): does compressing pay on this path?
-  const bool pays = ExpectedToPay(peer, memory);
+  const std::optional<double> gain = ExpectedGain(peer, memory);
+  const bool pays = gain && *gain > kMinGain;
   PathState& path = Path(peer, memory);
   if (pays != path.last_choice) {
     UCCLZIP_LOG(kDebug) << "auto: blocks to peer " << peer << " from " << transport::MemoryTypeName(memory)
@@ -39,26 +41,35 @@ bool CompressionPolicy::ShouldCompress(CompressionMode mode, DataType dtype, uin
                         << ")";
     path.last_choice = pays;
     path.since_probe = 0;
-    path.probe_interval = pays ? kFirstPlainProbe : kFirstCompressedProbe;
+    path.probe_interval = pays ? kFirstPlainProbe : FirstCompressedProbe(gain);
   }
+  if (!pays) path.probe_interval = std::min(path.probe_interval, MaxCompressedProbe(gain));
   if (++path.since_probe < path.probe_interval) return pays;
   path.since_probe = 0;
-  path.probe_interval = std::min(2 * path.probe_interval, pays ? kMaxPlainProbe : kMaxCompressedProbe);
+  path.probe_interval = std::min(2 * path.probe_interval, pays ? kMaxPlainProbe : MaxCompressedProbe(gain));
   return !pays;
 }
 
-bool CompressionPolicy::ExpectedToPay(int peer, transport::MemoryType memory) const {
+std::optional<double> CompressionPolicy::ExpectedGain(int peer, transport::MemoryType memory) const {
   const std::optional<double> plain = plain_rate(peer, memory);
-  if (!plain) return false;  // plain blocks first: they cost no codec time
+  if (!plain) return std::nullopt;
   std::optional<double> compressed = compressed_rate(peer, memory);
-  if (!compressed) return true;  // then frames
+  if (!compressed) return std::numeric_limits<double>::infinity();
   if (const std::optional<double> host_codec = host_codec_.rate(); memory == transport::MemoryType::kHost && host_codec) {
     compressed = std::min(*compressed, *host_codec);
   }
   if (memory == transport::MemoryType::kDevice && device_codec_.rate()) {
     compressed = std::min(*compressed, *device_codec_.rate());
   }
-  return *compressed > kMinGain * *plain;
+  return *compressed / *plain;
+}
+
+uint32_t CompressionPolicy::FirstCompressedProbe(std::optional<double> gain) {
+  return gain && *gain * kNearTie >= 1 ? kFirstPlainProbe : kFirstCompressedProbe;
+}
+
+uint32_t CompressionPolicy::MaxCompressedProbe(std::optional<double> gain) {
+  return gain && *gain * kNearTie >= 1 ? kMaxPlainProbe : kMaxCompressedProbe;
 }
 
 void CompressionPolicy::HostEncoded(uint64_t bytes, absl::Duration took) {

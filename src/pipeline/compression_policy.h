@@ -39,10 +39,16 @@ class CompressionPolicy {
   // block's gain); a compressed probe while not compressing may cost ten plain blocks' time
   // where the codec is slow, and the codec's speed changes rarely, so those probes start later
   // and stay rarer.
+  // Where the compressed estimate lost only narrowly (it delivers at least 1 / kNearTie of the
+  // plain rate), a compressed probe costs at most a quarter of a block: such probes then come
+  // as often as plain ones, so that an estimate pulled down by a few slow frames (the drain at
+  // an operation's end, a GPU time slice) is corrected within a few blocks, not a few hundred
+  // (H200 run s17-3: a weight sync over staged shm went plain for whole syncs, 0.69x of on).
   static constexpr uint32_t kFirstPlainProbe = 16;
   static constexpr uint32_t kMaxPlainProbe = 1024;
   static constexpr uint32_t kFirstCompressedProbe = 256;
   static constexpr uint32_t kMaxCompressedProbe = 8192;
+  static constexpr double kNearTie = 1.25;
 
   explicit CompressionPolicy(size_t min_compress_bytes) : min_compress_bytes_(min_compress_bytes) {}
 
@@ -107,8 +113,13 @@ class CompressionPolicy {
 
  private:
   static size_t Index(transport::MemoryType memory) { return memory == transport::MemoryType::kHost ? 0 : 1; }
-  // The choice the rates favour for a block to `peer` on `memory`, before probing.
-  bool ExpectedToPay(int peer, transport::MemoryType memory) const;
+  // What compressing is expected to deliver to `peer` on `memory`, as a multiple of what not
+  // compressing delivers; nullopt before the plain rate is known (plain blocks go first: they
+  // cost no codec time), infinity before the compressed one is (then frames, to learn it).
+  std::optional<double> ExpectedGain(int peer, transport::MemoryType memory) const;
+  // The first interval of compressed probes, and their longest, for the expected gain.
+  static uint32_t FirstCompressedProbe(std::optional<double> gain);
+  static uint32_t MaxCompressedProbe(std::optional<double> gain);
   struct PathState {
     RateMeter plain;
     RateMeter compressed;
