@@ -25,6 +25,7 @@
 #include "bench_cli.h"
 #include "bench_registry.h"
 #include "collective_reference.h"
+#include "mode_turns.h"
 #include "pipeline_bench_util.h"
 #include "rank_launcher.h"
 #include "tensor_gen.h"
@@ -122,7 +123,7 @@ absl::StatusOr<std::vector<ModeResult>> MeasureSize(Communicator& comm, const Co
   std::vector<double> payload(modes.size(), 0), wire(modes.size(), 0), codec(modes.size(), 0), frames(modes.size(), 0);
   for (int i = 0; i < warmup + iterations; ++i) {
     for (size_t turn = 0; turn < modes.size(); ++turn) {
-      const size_t m = (turn + i) % modes.size();
+      const size_t m = ModeOfTurn(i, turn, modes.size());
       if (absl::Status s = prepare(); !s.ok()) return s;
       const CommunicatorStats before = comm.stats();
       const absl::Time start = absl::Now();

@@ -29,6 +29,7 @@
 #include "absl/strings/str_format.h"
 #include "bench_cli.h"
 #include "bench_registry.h"
+#include "mode_turns.h"
 #include "pipeline_bench_util.h"
 #include "rank_launcher.h"
 #include "tensor_gen.h"
@@ -157,7 +158,7 @@ absl::StatusOr<std::vector<ModeResult>> MeasureSize(Communicator& comm, Pattern 
   for (int i = 0; i <= warmup + iterations && active; ++i) {
     const bool check = i == warmup + iterations;
     for (size_t turn = 0; turn < modes.size(); ++turn) {
-      const size_t m = (turn + i) % modes.size();
+      const size_t m = ModeOfTurn(i, turn, modes.size());
       if (check && receives) checked.Clear();
       const CommunicatorStats before = comm.stats();
       const absl::Time start = absl::Now();

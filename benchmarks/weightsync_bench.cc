@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "bench_cli.h"
 #include "bench_registry.h"
+#include "mode_turns.h"
 #include "pipeline_bench_util.h"
 #include "rank_launcher.h"
 #include "tensor_gen.h"
@@ -152,13 +153,13 @@ absl::Status RunRank() {
     total_bytes += want.size();
   }
   const int iterations = std::max(absl::GetFlag(FLAGS_iters), 1);
-  // The modes take turns (each round starting with the next one), so that drift in the
-  // machine's speed affects all alike.
+  // The modes take turns (ModeOfTurn), so that drift in the machine's speed, and what one call
+  // leaves behind for the next, affect all alike.
   std::map<CompressionMode, std::vector<double>> times;
   std::map<CompressionMode, double> payload, wire;
   for (int i = 0; i < absl::GetFlag(FLAGS_warmup) + iterations; ++i) {
     for (size_t turn = 0; turn < modes.size(); ++turn) {
-      const CompressionMode m = modes[(turn + i) % modes.size()];
+      const CompressionMode m = modes[ModeOfTurn(i, turn, modes.size())];
       const CommunicatorStats before = comm.stats();
       absl::StatusOr<double> seconds = SyncOnce(comm, buffers, *model, *dtype, m);
       if (!seconds.ok()) return seconds.status();
