@@ -41,12 +41,13 @@ bool CompressionPolicy::ShouldCompress(CompressionMode mode, DataType dtype, uin
                         << ")";
     path.last_choice = pays;
     path.since_probe = 0;
-    path.probe_interval = pays ? kFirstPlainProbe : FirstCompressedProbe(gain);
+    path.probe_interval = pays || NearTie(gain) ? kFirstPlainProbe : kFirstCompressedProbe;
   }
-  if (!pays) path.probe_interval = std::min(path.probe_interval, MaxCompressedProbe(gain));
+  const uint32_t longest = pays || NearTie(gain) ? kMaxPlainProbe : kMaxCompressedProbe;
+  path.probe_interval = std::min(path.probe_interval, longest);
   if (++path.since_probe < path.probe_interval) return pays;
   path.since_probe = 0;
-  path.probe_interval = std::min(2 * path.probe_interval, pays ? kMaxPlainProbe : MaxCompressedProbe(gain));
+  path.probe_interval = std::min(2 * path.probe_interval, longest);
   return !pays;
 }
 
@@ -62,14 +63,6 @@ std::optional<double> CompressionPolicy::ExpectedGain(int peer, transport::Memor
     compressed = std::min(*compressed, *device_codec_.rate());
   }
   return *compressed / *plain;
-}
-
-uint32_t CompressionPolicy::FirstCompressedProbe(std::optional<double> gain) {
-  return gain && *gain * kNearTie >= 1 ? kFirstPlainProbe : kFirstCompressedProbe;
-}
-
-uint32_t CompressionPolicy::MaxCompressedProbe(std::optional<double> gain) {
-  return gain && *gain * kNearTie >= 1 ? kMaxPlainProbe : kMaxCompressedProbe;
 }
 
 void CompressionPolicy::HostEncoded(uint64_t bytes, absl::Duration took) {

@@ -117,9 +117,9 @@ class CompressionPolicy {
   // compressing delivers; nullopt before the plain rate is known (plain blocks go first: they
   // cost no codec time), infinity before the compressed one is (then frames, to learn it).
   std::optional<double> ExpectedGain(int peer, transport::MemoryType memory) const;
-  // The first interval of compressed probes, and their longest, for the expected gain.
-  static uint32_t FirstCompressedProbe(std::optional<double> gain);
-  static uint32_t MaxCompressedProbe(std::optional<double> gain);
+  // Whether compressing, expected to deliver `gain` times what not compressing does, lost only
+  // narrowly (kNearTie): its probes then follow the plain probes' schedule.
+  static bool NearTie(std::optional<double> gain) { return gain && *gain * kNearTie >= 1; }
   struct PathState {
     RateMeter plain;
     RateMeter compressed;
