@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <utility>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
@@ -74,10 +75,14 @@ double Mean(const std::vector<double>& values) {
   return values.empty() ? 0 : std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
 }
 
-double Median(std::vector<double> values) {
+double Percentile(std::vector<double> values, double q) {
+  if (values.empty()) return 0;
   std::sort(values.begin(), values.end());
-  return values.empty() ? 0 : values[values.size() / 2];
+  const auto at = static_cast<size_t>(q * static_cast<double>(values.size()));
+  return values[std::min(at, values.size() - 1)];
 }
+
+double Median(std::vector<double> values) { return Percentile(std::move(values), 0.5); }
 
 const char* CompressionName(CompressionMode mode) {
   switch (mode) {

@@ -39,6 +39,9 @@ absl::StatusOr<std::vector<double>> GatherDoubles(Communicator& comm, const std:
 // Returns once every rank has called it.
 absl::Status Barrier(Communicator& comm);
 
+// The value below which a share `q` (0..1) of `values` lies: the sorted values' element
+// floor(q * n), the last for q = 1; 0 for none. Median is Percentile(values, 0.5).
+double Percentile(std::vector<double> values, double q);
 double Median(std::vector<double> values);
 double Mean(const std::vector<double>& values);
 

@@ -107,6 +107,8 @@ absl::Status Exchange(Communicator& comm, Pattern pattern, const void* out, cons
 struct ModeResult {
   double time_us = 0;    // the slowest rank's median
   double mean_us = 0;    // the slowest rank's mean: where call times fall in two groups, the median lands in either
+  double p10_us = 0;     // the slowest rank's 10th and 90th percentiles: how far apart those groups are
+  double p90_us = 0;
   uint64_t wrong = 0;
   double ratio = 1;      // payload over wire bytes of the messages
   uint64_t saved = 0;    // wire bytes saved per message
@@ -118,12 +120,15 @@ struct ModeResult {
 
 // What one rank saw of one mode, in the order GatherDoubles carries it.
 struct RankTotals {
-  double median_us = 0, mean_us = 0, wrong = 0, payload = 0, wire = 0, codec_seconds = 0, frames = 0;
-  static constexpr size_t kFields = 7;
+  double median_us = 0, mean_us = 0, p10_us = 0, p90_us = 0, wrong = 0, payload = 0, wire = 0, codec_seconds = 0,
+         frames = 0;
+  static constexpr size_t kFields = 9;
   void AppendTo(std::vector<double>& out) const {
-    out.insert(out.end(), {median_us, mean_us, wrong, payload, wire, codec_seconds, frames});
+    out.insert(out.end(), {median_us, mean_us, p10_us, p90_us, wrong, payload, wire, codec_seconds, frames});
   }
-  static RankTotals From(const double* in) { return {in[0], in[1], in[2], in[3], in[4], in[5], in[6]}; }
+  static RankTotals From(const double* in) {
+    return {in[0], in[1], in[2], in[3], in[4], in[5], in[6], in[7], in[8]};
+  }
 };
 
 absl::StatusOr<std::vector<ModeResult>> MeasureSize(Communicator& comm, Pattern pattern, uint64_t bytes, DataType dtype,
@@ -183,6 +188,8 @@ absl::StatusOr<std::vector<ModeResult>> MeasureSize(Communicator& comm, Pattern 
   for (size_t m = 0; m < modes.size(); ++m) {
     totals[m].median_us = Median(times[m]);
     totals[m].mean_us = Mean(times[m]);
+    totals[m].p10_us = Percentile(times[m], 0.1);
+    totals[m].p90_us = Percentile(times[m], 0.9);
     totals[m].AppendTo(mine);
   }
   absl::StatusOr<std::vector<double>> all = GatherDoubles(comm, mine);
@@ -197,6 +204,8 @@ absl::StatusOr<std::vector<ModeResult>> MeasureSize(Communicator& comm, Pattern 
       const RankTotals t = RankTotals::From(all->data() + (r * modes.size() + m) * RankTotals::kFields);
       result.time_us = std::max(result.time_us, t.median_us);
       result.mean_us = std::max(result.mean_us, t.mean_us);
+      result.p10_us = std::max(result.p10_us, t.p10_us);
+      result.p90_us = std::max(result.p90_us, t.p90_us);
       result.wrong += static_cast<uint64_t>(t.wrong);
       payload += t.payload;
       wire += t.wire;
@@ -252,11 +261,11 @@ void PrintRow(bool json, Pattern pattern, const Communicator& comm, uint64_t byt
                 : absl::StrFormat("\"codec_us\":%.1f", r.codec_us)) +
         absl::StrFormat(",\"codec_block_us\":%.1f", r.codec_block_us);
     std::printf("{\"bench\":\"sendrecv\",\"size\":%llu,\"count\":%llu,\"type\":\"%s\",\"compress\":\"%s\","
-                "\"time_us\":%.2f,\"mean_us\":%.2f,\"algbw_GBps\":%.4f,\"busbw_GBps\":%.4f,\"ratio\":%.4f,\"wire_saved\":%llu,%s,"
+                "\"time_us\":%.2f,\"mean_us\":%.2f,\"p10_us\":%.2f,\"p90_us\":%.2f,\"algbw_GBps\":%.4f,\"busbw_GBps\":%.4f,\"ratio\":%.4f,\"wire_saved\":%llu,%s,"
                 "\"vs_first\":%.4f,\"first\":\"%s\",\"wrong\":%llu,\"ranks\":%d,\"memory\":\"%s\",\"tls\":\"%s\","
                 "\"pattern\":\"%s\",\"window\":%d,\"dist\":\"%s\",\"pipeline_block\":%zu,\"block\":%zu,\"path\":\"%s\"}\n",
                 static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(count), DataTypeName(dtype),
-                CompressionName(modes[m]), r.time_us, r.mean_us, algbw, algbw, r.ratio,
+                CompressionName(modes[m]), r.time_us, r.mean_us, r.p10_us, r.p90_us, algbw, algbw, r.ratio,
                 static_cast<unsigned long long>(r.saved), codec.c_str(), vs_first, CompressionName(modes[0]), wrong, comm.size(),
                 absl::GetFlag(FLAGS_memory).c_str(),
                 options.ucx_transports.empty() ? "default" : options.ucx_transports.c_str(),
