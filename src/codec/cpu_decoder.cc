@@ -34,17 +34,45 @@ using codec::TileRange;
 // Elements joined per block in the modes without coding, so that the symbols stay in L1.
 constexpr uint64_t kJoinBlock = 4096;
 
-// Modes 1 and 2: the symbols are `stored`, or (null) all `constant_symbol`.
+// Modes 1 and 2, chunk c: the symbols are stored (mode 1) or all the header's constant one, and
+// the carried raw parts follow the stored symbols (or fill the coded area alone).
 template <typename Split>
-void JoinUncoded(const uint8_t* raw_plane, const uint8_t* stored, uint8_t constant_symbol, uint64_t first,
-                 uint64_t end, uint8_t* output) {
+void JoinUncodedChunk(const uint8_t* frame, const Header& h, const Layout& layout, uint32_t c, uint8_t* output) {
   using Bits = typename Split::Bits;
+  const bool stored = static_cast<Mode>(h.mode) == Mode::kSplitStored;
+  const codec::ChunkSpan chunk = codec::ChunkSpanOf(layout, h.count, c);
+  const uint8_t* raw = frame + h.raw_offset + codec::RawPlaneIndex(layout, chunk.first) * Split::kRawWidth;
+  const uint8_t* carried_raw = frame + h.coded_offset + (stored ? h.count : 0);
   uint8_t constant[kJoinBlock];
-  if (stored == nullptr) std::memset(constant, constant_symbol, sizeof(constant));
-  for (uint64_t i = first; i < end; i += kJoinBlock) {
-    const uint64_t n = std::min(kJoinBlock, end - i);
-    codec::JoinElements<Split>(raw_plane + i * Split::kRawWidth, stored != nullptr ? stored + i : constant, n,
-                               output + i * sizeof(Bits));
+  if (!stored) std::memset(constant, h.constant_symbol, sizeof(constant));
+  auto join = [&](const uint8_t* raw_parts, uint64_t e, uint64_t n) {
+    const uint8_t* symbols = stored ? frame + h.coded_offset + chunk.first + e : constant;
+    codec::JoinElements<Split>(raw_parts, symbols, n, output + (chunk.first + e) * sizeof(Bits));
+  };
+  for (uint64_t e = 0; e < chunk.kept; e += kJoinBlock) {
+    join(raw + e * Split::kRawWidth, e, std::min(kJoinBlock, chunk.kept - e));
+  }
+  if (chunk.n > chunk.kept) {
+    join(carried_raw + codec::CarriedIndex(layout, chunk.first + chunk.kept, chunk.n) * Split::kRawWidth, chunk.kept,
+         chunk.n - chunk.kept);
+  }
+}
+
+// Joins the carried elements of a decoded chunk (its lanes' last steps) from their symbols and
+// the raw parts their lanes' end states hold.
+template <typename Split>
+void JoinCarried(const codec::ChunkSpan& span, const codec::ChunkToDecode& chunk, uint8_t* output) {
+  using Bits = typename Split::Bits;
+  constexpr uint32_t kRawBits = 8 * Split::kRawWidth;
+  for (uint32_t lane = 0; lane < codec::kLanes; ++lane) {
+    const uint32_t lane_elements = codec::LaneElements(span.n, lane);
+    const uint32_t carried = std::min(lane_elements, chunk.carried_steps);
+    for (uint32_t t = 0; t < carried; ++t) {
+      const uint64_t e = uint64_t{lane_elements - 1 - t} * codec::kLanes + lane;
+      const uint32_t raw = (chunk.end_state[lane] >> (t * kRawBits)) & ((1u << kRawBits) - 1);
+      const Bits v = Split::Join(raw, chunk.symbols[e]);
+      std::memcpy(output + (span.first + e) * sizeof(Bits), &v, sizeof(v));
+    }
   }
 }
 
@@ -60,10 +88,14 @@ uint32_t DecodeChunks(const uint8_t* frame, const Header& h, const Layout& layou
   const uint64_t chunk_elements = uint64_t{codec::kLanes} * layout.lane_symbols;
   const codec::ChunkCoder& coder = codec::ChosenChunkCoder();
   uint8_t* symbols = kJoin ? codec::ThreadScratch(2 * chunk_elements) : nullptr;
+  uint32_t end_states[2][codec::kLanes];
   const auto prepare = [&](uint32_t c, uint32_t slot, codec::ChunkToDecode& chunk) {
     const uint64_t first = c * chunk_elements;
     chunk.n = static_cast<uint32_t>(std::min(chunk_elements, h.count - first));
     chunk.symbols = kJoin ? symbols + slot * chunk_elements : output + first;
+    chunk.carried_steps = layout.carried_steps;
+    chunk.raw_bits = 8 * Split::kRawWidth;
+    chunk.end_state = end_states[slot];
     uint32_t begin_words, end_words;
     if (!codec::LocateChunk(frame, layout, h.coded_bytes, c, begin_words, end_words)) return false;
     chunk.bytes = frame + h.coded_offset + 4 * uint64_t{begin_words};
@@ -72,9 +104,10 @@ uint32_t DecodeChunks(const uint8_t* frame, const Header& h, const Layout& layou
   };
   const auto join = [&](uint32_t c, const codec::ChunkToDecode& chunk) {
     if constexpr (kJoin) {
-      const uint64_t first = c * chunk_elements;
-      codec::JoinElements<Split>(raw_plane + first * Split::kRawWidth, chunk.symbols, chunk.n,
-                                 output + first * sizeof(Bits));
+      const codec::ChunkSpan span = codec::ChunkSpanOf(layout, h.count, c);
+      codec::JoinElements<Split>(raw_plane + codec::RawPlaneIndex(layout, span.first) * Split::kRawWidth, chunk.symbols,
+                                 span.kept, output + span.first * sizeof(Bits));
+      JoinCarried<Split>(span, chunk, output);
     }
   };
   for (uint32_t c = tile.first_chunk; c < tile.end_chunk; c += 2) {
@@ -120,21 +153,19 @@ uint32_t DecodeTiles(const uint8_t* frame, const Header& h, const Layout& layout
 // Returns a decode error word (frame_checks.h): the code, and the failing chunk or table as detail.
 template <typename Split>
 uint32_t DecodeSplit(const uint8_t* frame, const Header& h, uint8_t* output, codec::ParallelCall& call) {
-  const uint8_t* raw_plane = frame + h.raw_offset;
+  // CheckHeader has checked the header against this layout.
+  const Layout layout = codec::ComputeLayout(sizeof(typename Split::Bits), true, h.count, 1u << h.lane_symbols_log2);
   const Mode mode = static_cast<Mode>(h.mode);
   if (mode == Mode::kSplitConstant || mode == Mode::kSplitStored) {
-    const uint8_t* stored = mode == Mode::kSplitStored ? frame + h.coded_offset : nullptr;
-    const uint64_t blocks = codec::DivCeil(h.count, kJoinBlock);
-    const uint32_t tasks = call.TaskCount(blocks);
+    const uint32_t tasks = call.TaskCount(layout.num_chunks);
     call.Run(tasks, [&](uint32_t t) {
-      const codec::TaskShare share = codec::ShareOf(blocks, t, tasks);
-      JoinUncoded<Split>(raw_plane, stored, h.constant_symbol, share.first * kJoinBlock,
-                         std::min(h.count, share.end * kJoinBlock), output);
+      const codec::TaskShare share = codec::ShareOf(layout.num_chunks, t, tasks);
+      for (uint64_t c = share.first; c < share.end; ++c) {
+        JoinUncodedChunk<Split>(frame, h, layout, static_cast<uint32_t>(c), output);
+      }
     });
     return 0;
   }
-  // CheckHeader has checked the header against this layout.
-  const Layout layout = codec::ComputeLayout(sizeof(typename Split::Bits), true, h.count, 1u << h.lane_symbols_log2);
   std::array<uint16_t, codec::kAlphabetSize> freqs;
   std::memcpy(freqs.data(), frame + layout.table_offset, codec::kTableBytes);
   if (DecodeError e = codec::CheckTable(freqs.data()); e != DecodeError::kOk) return codec::MakeErrorWord(e, 0);

@@ -36,20 +36,59 @@ using Freqs = std::array<uint16_t, codec::kAlphabetSize>;
 // Symbols split and counted per block, so that the counting reads them from L1.
 constexpr uint64_t kSplitBlock = 4096;
 
-// Writes the raw plane of elements [first, end) and adds their symbols to `histogram`.
+// Writes the raw plane of the chunks [first_chunk, end_chunk) (each chunk's raw parts but its
+// carried ones) and adds their symbols to `histogram`.
 template <typename Split>
-void SplitAndCount(const uint8_t* input, uint64_t first, uint64_t end, uint8_t* raw_plane, Histogram& histogram) {
+void SplitAndCount(const uint8_t* input, uint64_t count, const Layout& layout, uint32_t first_chunk,
+                   uint32_t end_chunk, uint8_t* raw_plane, Histogram& histogram) {
   using Bits = typename Split::Bits;
   codec::SymbolCounter counter(histogram);
   if constexpr (Split::kRawWidth == 0) {
-    counter.Add(input + first, end - first);  // the elements are the symbols
+    const uint64_t first = codec::ChunkSpanOf(layout, count, first_chunk).first;
+    const codec::ChunkSpan last = codec::ChunkSpanOf(layout, count, end_chunk - 1);
+    counter.Add(input + first, last.first + last.n - first);  // the elements are the symbols
   } else {
     uint8_t symbols[kSplitBlock];
-    for (uint64_t i = first; i < end; i += kSplitBlock) {
-      const uint64_t n = std::min(kSplitBlock, end - i);
-      codec::SplitElements<Split>(input + i * sizeof(Bits), n, raw_plane + i * Split::kRawWidth, symbols);
-      counter.Add(symbols, n);
+    for (uint32_t c = first_chunk; c < end_chunk; ++c) {
+      const codec::ChunkSpan chunk = codec::ChunkSpanOf(layout, count, c);
+      uint8_t* chunk_raw = raw_plane + codec::RawPlaneIndex(layout, chunk.first) * Split::kRawWidth;
+      for (uint64_t e = 0; e < chunk.kept; e += kSplitBlock) {
+        const uint64_t n = std::min(kSplitBlock, chunk.kept - e);
+        codec::SplitElements<Split>(input + (chunk.first + e) * sizeof(Bits), n, chunk_raw + e * Split::kRawWidth,
+                                    symbols);
+        counter.Add(symbols, n);
+      }
+      // The carried elements (fewer than kSplitBlock): their symbols only.
+      const uint64_t carried = chunk.n - chunk.kept;
+      codec::ExtractSymbols<Split>(input + (chunk.first + chunk.kept) * sizeof(Bits), carried, symbols);
+      counter.Add(symbols, carried);
     }
+  }
+}
+
+// The raw parts that lane `lane` of chunk `chunk` carries, packed as LaneStartState takes them.
+template <typename Split>
+uint32_t CarriedRaw(const uint8_t* input, const codec::ChunkSpan& chunk, uint32_t lane, uint32_t carried_steps) {
+  const uint32_t lane_elements = codec::LaneElements(chunk.n, lane);
+  const uint32_t carried = std::min(lane_elements, carried_steps);
+  uint32_t packed = 0;
+  for (uint32_t t = 0; t < carried; ++t) {
+    const uint64_t e = chunk.first + uint64_t{lane_elements - 1 - t} * codec::kLanes + lane;
+    packed |= Split::Raw(codec::LoadBits<Split>(input, e)) << (t * 8 * Split::kRawWidth);
+  }
+  return packed;
+}
+
+// Modes 1 and 2: every chunk's carried raw parts, in element order, at `out`.
+template <typename Split>
+void StoreCarriedRaw(const uint8_t* input, uint64_t count, const Layout& layout, uint8_t* out) {
+  for (uint32_t c = 0; c < layout.num_chunks; ++c) {
+    const codec::ChunkSpan chunk = codec::ChunkSpanOf(layout, count, c);
+    uint8_t symbols[kSplitBlock];  // not kept: the symbols are stored or constant elsewhere
+    const uint64_t carried = chunk.n - chunk.kept;
+    codec::SplitElements<Split>(input + (chunk.first + chunk.kept) * sizeof(typename Split::Bits), carried, out,
+                                symbols);
+    out += carried * Split::kRawWidth;
   }
 }
 
@@ -149,6 +188,11 @@ bool EncodeChunks(const uint8_t* input, uint64_t count, const Layout& layout, co
       symbols = scratch;
     }
     uint32_t state[codec::kLanes];
+    const codec::ChunkSpan span = codec::ChunkSpanOf(layout, count, c);
+    for (uint32_t lane = 0; lane < codec::kLanes; ++lane) {
+      const uint32_t carried = layout.carried_steps == 0 ? 0 : CarriedRaw<Split>(input, span, lane, layout.carried_steps);
+      state[lane] = codec::LaneStartState(carried, layout.carried_steps);
+    }
     uint16_t* words_end = words + n + codec::kEncodeSlackWords;
     const uint16_t* begin = coder.encode(symbols, n, table, state, words_end);
     const uint64_t word_bytes = 2 * static_cast<uint64_t>(words_end - begin);
@@ -254,8 +298,9 @@ absl::StatusOr<uint64_t> CompressSplit(const uint8_t* input, uint64_t count, Dat
   call.Run(tasks, [&](uint32_t t) {
     const TileRange r = codec::TaskTiles(layout, count, t, tasks);
     for (uint32_t tile = r.first_tile; tile < r.end_tile; ++tile) {
-      const TileRange elements = codec::TileOf(layout, count, tile);
-      SplitAndCount<Split>(input, elements.first, elements.end, frame + layout.raw_offset, tile_histograms[tile]);
+      const TileRange chunks = codec::TileOf(layout, count, tile);
+      SplitAndCount<Split>(input, count, layout, chunks.first_chunk, chunks.end_chunk, frame + layout.raw_offset,
+                           tile_histograms[tile]);
     }
   });
   Histogram histogram{};
@@ -275,6 +320,9 @@ absl::StatusOr<uint64_t> CompressSplit(const uint8_t* input, uint64_t count, Dat
       codec::ExtractSymbols<Split>(input + r.first * sizeof(typename Split::Bits), r.end - r.first,
                                    frame + layout.coded_offset + r.first);
     });
+    StoreCarriedRaw<Split>(input, count, layout, frame + layout.coded_offset + count);
+  } else if (model.mode == Mode::kSplitConstant) {
+    StoreCarriedRaw<Split>(input, count, layout, frame + layout.coded_offset);
   } else if (model.mode == Mode::kSplitRans) {
     std::memcpy(frame + layout.table_offset, model.freqs.data(), codec::kTableBytes);
     absl::StatusOr<uint64_t> coded =

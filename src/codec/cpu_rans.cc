@@ -6,7 +6,6 @@ namespace {
 
 uint16_t* EncodePortable(const uint8_t* symbols, uint32_t n, const EncoderTable& table, uint32_t* state,
                          uint16_t* words_end) {
-  for (uint32_t lane = 0; lane < kLanes; ++lane) state[lane] = kStateLow;
   uint16_t* out = words_end;
   for (uint32_t e = n; e-- > 0;) EncodeLaneStep(state[e % kLanes], table.symbols[symbols[e]], out);
   return out;
@@ -38,7 +37,7 @@ DecodeError DecodePortable(const uint32_t* slots, const ChunkToDecode& chunk) {
       next += refill;
     }
   }
-  return FinishChunkChecked(state, slots, words, available, next, k, n, symbols);
+  return FinishChunkChecked(state, slots, words, available, next, k, chunk);
 }
 
 void DecodeTwoPortable(const uint32_t* slots, const ChunkToDecode& a, const ChunkToDecode& b, DecodeError& a_result,

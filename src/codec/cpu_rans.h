@@ -63,21 +63,27 @@ inline EncoderTable MakeEncoderTable(const uint16_t* freqs) {
 }
 
 // One chunk for a decoder: its untrusted bytes [bytes, bytes + size), the n symbols it holds
-// and where they go.
+// and where they go; the lanes' carried raw parts (frame_format.h, carried_steps of raw_bits
+// each), which their end states must hold in LaneStartState's form, and where those end states
+// go.
 struct ChunkToDecode {
   const uint8_t* bytes;
   uint64_t size;
   uint32_t n;
   uint8_t* symbols;
+  uint32_t carried_steps;
+  uint32_t raw_bits;
+  uint32_t* end_state;  // kLanes states
 };
 
 // A chunk coder. Encode codes a chunk's n symbols (n <= 32 * the lane length): the lanes run
-// backwards over their steps, each from the state 2^15, and write their words downwards from
-// `words_end`, the lanes of a step in descending order, so that the words lie in the order the
-// decoder reads them; it returns the first word and leaves the final states in `state`.
-// Decode decodes a chunk with the table's 4096 slot entries, reading nothing outside its bytes,
-// and returns kOk or the error. DecodeTwo decodes two, each as Decode would: a lane's steps
-// depend on one another, and two chunks give the CPU twice the independent work to overlap.
+// backwards over their steps, each from the state the caller left in `state` (LaneStartState),
+// and write their words downwards from `words_end`, the lanes of a step in descending order, so
+// that the words lie in the order the decoder reads them; it returns the first word and leaves
+// the final states in `state`. Decode decodes a chunk with the table's 4096 slot entries,
+// reading nothing outside its bytes, and returns kOk (with the lanes' end states) or the error.
+// DecodeTwo decodes two, each as Decode would: a lane's steps depend on one another, and two
+// chunks give the CPU twice the independent work to overlap.
 struct ChunkCoder {
   uint16_t* (*encode)(const uint8_t* symbols, uint32_t n, const EncoderTable& table, uint32_t* state,
                       uint16_t* words_end);
@@ -131,18 +137,21 @@ inline DecodeError ReadChunkStates(const uint8_t* chunk, uint64_t chunk_bytes, u
   return DecodeError::kOk;
 }
 
-// Decodes steps [first_step, steps of n symbols) one lane at a time, with bound checks, and
-// checks that the chunk ends as the encoder began: every lane at 2^15 and every word read but
-// the pad.
+// Decodes steps [first_step, steps of the chunk's n symbols) one lane at a time, with bound
+// checks, and checks that the chunk ends as the encoder began: every lane at a start state
+// (IsLaneStartState) and every word read but the pad. Leaves the end states in the chunk's.
 inline DecodeError FinishChunkChecked(uint32_t* state, const uint32_t* slots, const uint8_t* words, uint64_t available,
-                                      uint64_t next, uint32_t first_step, uint32_t n, uint8_t* symbols) {
+                                      uint64_t next, uint32_t first_step, const ChunkToDecode& chunk) {
+  const uint32_t n = chunk.n;
   for (uint32_t e = first_step * kLanes; e < n; ++e) {
-    if (!DecodeLaneStepChecked(state[e % kLanes], slots, words, available, next, symbols[e])) {
+    if (!DecodeLaneStepChecked(state[e % kLanes], slots, words, available, next, chunk.symbols[e])) {
       return DecodeError::kCorruptStream;
     }
   }
   for (uint32_t lane = 0; lane < kLanes; ++lane) {
-    if (state[lane] != kStateLow) return DecodeError::kCorruptStream;
+    const uint32_t carried = std::min(LaneElements(n, lane), chunk.carried_steps);
+    if (!IsLaneStartState(state[lane], carried, chunk.raw_bits, chunk.carried_steps)) return DecodeError::kCorruptStream;
+    chunk.end_state[lane] = state[lane];
   }
   const bool exact = next == available;
   const bool padded =

@@ -95,7 +95,6 @@ UZ_AVX2 inline __m256i EncodeVector(__m256i x, const uint8_t* symbols, const Enc
 
 UZ_AVX2 uint16_t* EncodeAvx2(const uint8_t* symbols, uint32_t n, const EncoderTable& table, uint32_t* state,
                              uint16_t* words_end) {
-  for (uint32_t lane = 0; lane < kLanes; ++lane) state[lane] = kStateLow;
   uint16_t* out = words_end;
   const uint32_t full_steps = n / kLanes;
   for (uint32_t e = n; e-- > full_steps * kLanes;) EncodeLaneStep(state[e % kLanes], table.symbols[symbols[e]], out);
@@ -180,7 +179,7 @@ UZ_AVX2 inline DecodeError FinishChunk(VectorChunk& c, const uint32_t* slots, co
   for (uint32_t v = 0; v < kVectorsPerStep; ++v) {
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(state + v * kVectorLanes), c.x[v]);
   }
-  return FinishChunkChecked(state, slots, c.words, c.available, c.next, c.step, chunk.n, chunk.symbols);
+  return FinishChunkChecked(state, slots, c.words, c.available, c.next, c.step, chunk);
 }
 
 UZ_AVX2 DecodeError DecodeAvx2(const uint32_t* slots, const ChunkToDecode& chunk) {

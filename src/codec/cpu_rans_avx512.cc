@@ -97,7 +97,6 @@ UZ_AVX512 inline uint16_t* EncodeSteps(const uint8_t* symbols, uint32_t steps, c
 // A chunk whose table fits the window.
 UZ_AVX512 uint16_t* EncodeAvx512(const uint8_t* symbols, uint32_t n, const EncoderTable& table, uint32_t* state,
                                  uint16_t* words_end) {
-  for (uint32_t lane = 0; lane < kLanes; ++lane) state[lane] = kStateLow;
   uint16_t* out = words_end;
   const uint32_t full_steps = n / kLanes;
   for (uint32_t e = n; e-- > full_steps * kLanes;) EncodeLaneStep(state[e % kLanes], table.symbols[symbols[e]], out);
@@ -167,7 +166,7 @@ UZ_AVX512 inline DecodeError FinishChunk(VectorChunk& c, const uint32_t* slots, 
   uint32_t state[kLanes];
   _mm512_storeu_si512(state, c.low);
   _mm512_storeu_si512(state + kVectorLanes, c.high);
-  return FinishChunkChecked(state, slots, c.words, c.available, c.next, c.step, chunk.n, chunk.symbols);
+  return FinishChunkChecked(state, slots, c.words, c.available, c.next, c.step, chunk);
 }
 
 UZ_AVX512 DecodeError DecodeAvx512(const uint32_t* slots, const ChunkToDecode& chunk) {

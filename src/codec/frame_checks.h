@@ -55,10 +55,11 @@ UZ_HD DecodeError CheckHeader(const Header& h, uint64_t available_bytes, uint8_t
     return DecodeError::kBadLayout;
   }
   uint64_t expected_coded = 0;
+  const uint64_t carried_bytes = layout.carried_elements * layout.raw_width;  // modes 1 and 2 keep them
   switch (mode) {
-    case Mode::kStored:
-    case Mode::kSplitConstant: expected_coded = 0; break;
-    case Mode::kSplitStored: expected_coded = h.count; break;
+    case Mode::kStored: expected_coded = 0; break;
+    case Mode::kSplitConstant: expected_coded = carried_bytes; break;
+    case Mode::kSplitStored: expected_coded = h.count + carried_bytes; break;
     case Mode::kSplitRans:
       if (h.coded_bytes < uint64_t{layout.num_chunks} * kChunkStateBytes || h.coded_bytes > layout.coded_capacity ||
           h.coded_bytes % 4 != 0) {

@@ -10,14 +10,20 @@
 namespace ucclzip::codec {
 
 inline constexpr uint32_t kFrameMagic = 0x315A4355;  // "UCZ1" little-endian
-inline constexpr uint16_t kFrameVersion = 2;
+inline constexpr uint16_t kFrameVersion = 3;
 inline constexpr uint32_t kHeaderBytes = 64;
 inline constexpr uint32_t kAlphabetSize = 256;        // one coded byte per element
 inline constexpr uint32_t kTableBytes = kAlphabetSize * 2;  // one u16 frequency per symbol
 inline constexpr uint32_t kLanes = 32;                // interleaved rANS lanes per chunk (one warp)
+inline constexpr uint32_t kLanesLog2 = 5;
+static_assert((1u << kLanesLog2) == kLanes);
 inline constexpr uint32_t kProbBits = 12;             // frequencies sum to 2^12
 inline constexpr uint32_t kProbScale = 1u << kProbBits;
 inline constexpr uint32_t kStateLow = 1u << 15;       // rANS state lives in [2^15, 2^31)
+// Format version 3: a rANS lane starts (and its decoder ends) at kCarryBase | the raw parts of
+// its last elements, kCarryBits of them, which the raw plane then leaves out.
+inline constexpr uint32_t kCarryBits = 24;
+inline constexpr uint32_t kCarryBase = 1u << kCarryBits;
 inline constexpr uint32_t kMinLaneSymbols = 32;  // keeps the index under 0.4 % even for fp8
 inline constexpr uint32_t kMaxLaneSymbols = 4096;
 inline constexpr uint32_t kChunkStateBytes = kLanes * 4;
@@ -72,6 +78,8 @@ struct Layout {
   Mode base_mode;           // kStored, or kSplitRans meaning "one of the split modes"
   uint32_t raw_width;       // raw-plane bytes per element (split modes)
   uint32_t lane_symbols;
+  uint32_t carried_steps;     // steps at each lane's end whose raw parts its state carries
+  uint64_t carried_elements;  // elements whose raw parts the lanes carry, in all
   uint32_t num_chunks;
   uint32_t tile_chunks_log2;  // chunks per tile, log2
   uint32_t num_tiles;
@@ -107,6 +115,38 @@ UZ_HD uint32_t TileChunksLog2(uint32_t lane_symbols) {
   return log2;
 }
 
+// Steps at the end of each lane whose raw parts the lane's first state carries: as many as fit
+// in kCarryBits (bf16 and fp16: 3; fp32: 1; fp8, which has no raw part: none).
+UZ_HD constexpr uint32_t CarriedSteps(uint32_t raw_width) { return raw_width == 0 ? 0 : kCarryBits / (8 * raw_width); }
+
+// Of a chunk of n elements, how many have their raw parts carried: its last 32 m, or all of a
+// shorter chunk. (Element e is lane e mod 32's step e / 32, so each lane's last m steps are the
+// chunk's last 32 m elements, in a partial last chunk too.)
+UZ_HD uint64_t ChunkCarried(uint64_t n, uint32_t carried_steps) {
+  const uint64_t most = uint64_t{kLanes} * carried_steps;
+  return n < most ? n : most;
+}
+
+// Elements of lane `lane` in a chunk of n elements.
+UZ_HD uint32_t LaneElements(uint64_t n, uint32_t lane) {
+  return static_cast<uint32_t>(n / kLanes + (lane < n % kLanes ? 1 : 0));
+}
+
+// The state lane starts from (when encoding) and ends at (when decoding): kCarryBase | its
+// carried raw parts, the lane's last element's in the lowest bits, then the one before it; or
+// kStateLow where the type carries nothing.
+UZ_HD uint32_t LaneStartState(uint32_t carried_raw, uint32_t carried_steps) {
+  return carried_steps == 0 ? kStateLow : kCarryBase | carried_raw;
+}
+
+// Whether a decoder's end state `x` is the start state of a lane that carries `carried` raw
+// parts of `raw_bits` each (carried <= carried_steps): kCarryBase with nothing above the
+// carried bits, or kStateLow where the type carries nothing.
+UZ_HD bool IsLaneStartState(uint32_t x, uint32_t carried, uint32_t raw_bits, uint32_t carried_steps) {
+  if (carried_steps == 0) return x == kStateLow;
+  return (x >> kCarryBits) == 1 && ((x & (kCarryBase - 1)) >> (carried * raw_bits)) == 0;
+}
+
 // Bytes of a tile's own table with `present` symbols (2..256).
 UZ_HD uint32_t TileTableBytes(uint32_t present) { return kTileBitmapBytes + 2 * present + 2 * (present & 1); }
 
@@ -139,11 +179,56 @@ UZ_HD Layout ComputeLayout(uint32_t element_size, bool splittable, uint64_t coun
   layout.index_offset = layout.table_offset + kTableBytes;
   layout.tile_index_offset = layout.index_offset + uint64_t{layout.num_chunks} * 4;
   layout.raw_offset = AlignUp16(layout.tile_index_offset + uint64_t{layout.num_tiles} * 4);
-  layout.raw_bytes = count * layout.raw_width;
+  layout.carried_steps = CarriedSteps(layout.raw_width);
+  const uint64_t chunk_elements = uint64_t{kLanes} * layout.lane_symbols;
+  const uint64_t last_chunk = count - (uint64_t{layout.num_chunks} - 1) * chunk_elements;
+  layout.carried_elements = (uint64_t{layout.num_chunks} - 1) * ChunkCarried(chunk_elements, layout.carried_steps) +
+                            ChunkCarried(last_chunk, layout.carried_steps);
+  layout.raw_bytes = (count - layout.carried_elements) * layout.raw_width;
   layout.coded_offset = AlignUp16(layout.raw_offset + layout.raw_bytes);
-  layout.coded_capacity = count;  // one byte per symbol when stored
+  // Stored symbols, one byte each, and then the carried raw parts, which modes 1 and 2 keep in
+  // the coded area; rANS frames take less (ChooseSplitMode).
+  layout.coded_capacity = count + layout.carried_elements * layout.raw_width;
   layout.max_frame_bytes = layout.coded_offset + layout.coded_capacity;
   return layout;
+}
+
+// Chunk c of a split frame of `count` elements: its first element, its elements, and how many
+// of them come before the carried ones (their raw parts in the raw plane).
+struct ChunkSpan {
+  uint64_t first;
+  uint64_t n;
+  uint64_t kept;
+};
+
+UZ_HD ChunkSpan ChunkSpanOf(const Layout& layout, uint64_t count, uint32_t c) {
+  const uint64_t chunk_elements = uint64_t{kLanes} * layout.lane_symbols;
+  ChunkSpan span;
+  span.first = c * chunk_elements;
+  span.n = count - span.first < chunk_elements ? count - span.first : chunk_elements;
+  span.kept = span.n - ChunkCarried(span.n, layout.carried_steps);
+  return span;
+}
+
+// The chunk element i belongs to (a shift: chunks are a power of two long, and a division would
+// cost the GPU's split and decode kernels dozens of instructions per element).
+UZ_HD uint32_t ChunkOf(const Layout& layout, uint64_t i) {
+  return static_cast<uint32_t>(i >> (kLanesLog2 + 31 - CountLeadingZeros(layout.lane_symbols)));
+}
+
+// Where the raw part of element i (not a carried one) lies in the raw plane, in elements: each
+// chunk's uncarried elements, chunk after chunk (every chunk before i's is whole).
+UZ_HD uint64_t RawPlaneIndex(const Layout& layout, uint64_t i) {
+  return i - uint64_t{ChunkOf(layout, i)} * kLanes * layout.carried_steps;
+}
+
+// Modes 1 and 2 keep the carried raw parts after the stored symbols (mode 1) or alone (mode 2):
+// where element i's lies there, in elements, given that it is carried (chunk after chunk, each
+// chunk's in element order). `chunk_count` is the elements of i's chunk.
+UZ_HD uint64_t CarriedIndex(const Layout& layout, uint64_t i, uint64_t chunk_count) {
+  const uint64_t chunk = ChunkOf(layout, i);
+  const uint64_t e = i - chunk * kLanes * layout.lane_symbols;
+  return chunk * kLanes * layout.carried_steps + e - (chunk_count - ChunkCarried(chunk_count, layout.carried_steps));
 }
 
 UZ_HD bool IsValidLaneSymbols(uint32_t lane_symbols) {
@@ -167,7 +252,8 @@ UZ_HD Header MakeHeader(const Layout& layout, uint8_t dtype, uint64_t count, Mod
   h.raw_offset = layout.raw_offset;
   h.raw_bytes = layout.raw_bytes;
   h.coded_offset = layout.coded_offset;
-  h.coded_bytes = mode == Mode::kSplitStored ? count : 0;
+  const uint64_t carried_bytes = layout.carried_elements * layout.raw_width;
+  h.coded_bytes = mode == Mode::kSplitStored ? count + carried_bytes : mode == Mode::kSplitConstant ? carried_bytes : 0;
   h.frame_bytes = h.coded_offset + h.coded_bytes;
   if (mode != Mode::kStored) {
     h.lane_symbols_log2 = static_cast<uint8_t>(31 - CountLeadingZeros(layout.lane_symbols));

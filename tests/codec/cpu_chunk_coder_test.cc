@@ -77,23 +77,43 @@ std::vector<uint8_t> DrawSymbols(const Source& source, uint32_t n, uint32_t seed
   return symbols;
 }
 
+// The lanes carry raw parts as a bf16 frame's do (frame_format.h): three steps of 8 bits.
+constexpr uint32_t kCarriedSteps = 3, kRawBits = 8;
+
+// The start states of the lanes of a chunk of n symbols, their carried raw parts drawn at random.
+std::array<uint32_t, kLanes> StartStates(uint32_t n) {
+  std::mt19937 rng(n);
+  std::array<uint32_t, kLanes> states;
+  for (uint32_t lane = 0; lane < kLanes; ++lane) {
+    const uint32_t carried = std::min(LaneElements(n, lane), kCarriedSteps);
+    states[lane] = LaneStartState(rng() & ((1u << (carried * kRawBits)) - 1), kCarriedSteps);
+  }
+  return states;
+}
+
 // A coded chunk as the frame holds it: the states, the words, the pad.
 std::vector<uint8_t> EncodeChunk(const ChunkCoder& coder, const EncoderTable& table, const std::vector<uint8_t>& symbols) {
   const auto n = static_cast<uint32_t>(symbols.size());
   std::vector<uint16_t> words(n + kEncodeSlackWords);
-  uint32_t state[kLanes];
-  const uint16_t* begin = coder.encode(symbols.data(), n, table, state, words.data() + words.size());
+  std::array<uint32_t, kLanes> state = StartStates(n);
+  const uint16_t* begin = coder.encode(symbols.data(), n, table, state.data(), words.data() + words.size());
   const size_t word_count = words.data() + words.size() - begin;
   std::vector<uint8_t> chunk(kChunkStateBytes + 2 * (word_count + word_count % 2), 0);
-  std::memcpy(chunk.data(), state, kChunkStateBytes);
+  std::memcpy(chunk.data(), state.data(), kChunkStateBytes);
   std::memcpy(chunk.data() + kChunkStateBytes, begin, 2 * word_count);
   return chunk;
 }
 
+ChunkToDecode ToDecode(const std::vector<uint8_t>& chunk, uint32_t n, uint8_t* symbols, uint32_t* end_state) {
+  return ChunkToDecode{chunk.data(), chunk.size(), n, symbols, kCarriedSteps, kRawBits, end_state};
+}
+
+// Decodes a chunk of n symbols, its lanes' end states into `end_state`.
 DecodeError Decode(const ChunkCoder& coder, const uint32_t* slots, const std::vector<uint8_t>& chunk, uint32_t n,
-                   std::vector<uint8_t>& symbols) {
+                   std::vector<uint8_t>& symbols, std::array<uint32_t, kLanes>& end_state) {
   symbols.assign(n, 0);
-  return coder.decode(slots, ChunkToDecode{chunk.data(), chunk.size(), n, symbols.data()});
+  end_state.fill(0);
+  return coder.decode(slots, ToDecode(chunk, n, symbols.data(), end_state.data()));
 }
 
 class ChunkCoders : public ::testing::Test {
@@ -127,8 +147,10 @@ TEST_F(ChunkCoders, SimdCodersWriteThePortableBytesAndAllReadThem) {
       for (const ChunkCoder* coder : simd_) ASSERT_EQ(EncodeChunk(*coder, table, symbols), chunk);
       for (const ChunkCoder* coder : all_) {
         std::vector<uint8_t> decoded;
-        ASSERT_EQ(Decode(*coder, slots.data(), chunk, n, decoded), DecodeError::kOk);
+        std::array<uint32_t, kLanes> end_state;
+        ASSERT_EQ(Decode(*coder, slots.data(), chunk, n, decoded, end_state), DecodeError::kOk);
         EXPECT_EQ(decoded, symbols);
+        EXPECT_EQ(end_state, StartStates(n));  // the lanes end where they began, carried raw parts and all
       }
     }
   }
@@ -150,11 +172,14 @@ TEST_F(ChunkCoders, TwoAtATimeDecodeAsOneAtATime) {
         for (const ChunkCoder* coder : all_) {
           std::vector<uint8_t> out_a(n), out_b(m), alone;
           DecodeError result_a, result_b;
-          coder->decode_two(slots.data(), ChunkToDecode{chunk_a.data(), chunk_a.size(), n, out_a.data()},
-                            ChunkToDecode{chunk_b.data(), chunk_b.size(), m, out_b.data()}, result_a, result_b);
+          std::array<uint32_t, kLanes> end_a, end_b;
+          coder->decode_two(slots.data(), ToDecode(chunk_a, n, out_a.data(), end_a.data()),
+                            ToDecode(chunk_b, m, out_b.data(), end_b.data()), result_a, result_b);
           EXPECT_EQ(result_a, DecodeError::kOk);
           EXPECT_EQ(out_a, a);
-          EXPECT_EQ(result_b, Decode(portable_, slots.data(), chunk_b, m, alone)) << n << " + " << m;
+          EXPECT_EQ(end_a, StartStates(n));
+          std::array<uint32_t, kLanes> alone_end;
+          EXPECT_EQ(result_b, Decode(portable_, slots.data(), chunk_b, m, alone, alone_end)) << n << " + " << m;
           if (!damage_b) EXPECT_EQ(out_b, b);
         }
       }
@@ -176,13 +201,20 @@ TEST_F(ChunkCoders, DamageIsRejectedAlike) {
     bad[rng() % bad.size()] ^= static_cast<uint8_t>(1 + rng() % 255);
     if (trial % 10 == 0) bad.resize(bad.size() - 4 * (1 + rng() % 8));  // truncated
     std::vector<uint8_t> portable_out, simd_out;
-    const DecodeError expected = Decode(portable_, slots.data(), bad, n, portable_out);
+    std::array<uint32_t, kLanes> portable_end, simd_end;
+    const DecodeError expected = Decode(portable_, slots.data(), bad, n, portable_out, portable_end);
     for (const ChunkCoder* coder : simd_) {
-      ASSERT_EQ(Decode(*coder, slots.data(), bad, n, simd_out), expected) << "trial " << trial;
+      ASSERT_EQ(Decode(*coder, slots.data(), bad, n, simd_out, simd_end), expected) << "trial " << trial;
+      if (expected == DecodeError::kOk) {
+        EXPECT_EQ(simd_out, portable_out) << "trial " << trial;
+        EXPECT_EQ(simd_end, portable_end) << "trial " << trial;
+      }
     }
     rejected += expected != DecodeError::kOk;
   }
-  EXPECT_GT(rejected, 290);
+  // Damage whose only effect is on a lane's carried raw parts passes: nothing constrains them
+  // (docs/FRAME_FORMAT.md, "Carried raw parts"). 297 of 300 were rejected when this was written.
+  EXPECT_GT(rejected, 290) << rejected << " of 300 rejected";
 }
 
 }  // namespace

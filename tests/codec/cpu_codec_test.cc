@@ -117,6 +117,36 @@ TEST(CpuCodec, ConstantExponentsNeedNoCoding) {
   EXPECT_LT(frame.size(), tensor.size() / 2 + 1024);
 }
 
+// Mode 2 codes no symbol, but the raw parts that rANS lanes would carry still travel (in the
+// coded area): every symbol alike, every raw part random, and last chunks shorter than the
+// carried steps, partial, and whole.
+TEST(CpuCodec, ConstantSymbolsWithRandomRawPartsRoundTrip) {
+  for (DataType dtype : {DataType::kBFloat16, DataType::kFloat16, DataType::kFloat32}) {
+    for (uint64_t count : {4097ull, 2048ull * 5 + 40, 300001ull, 8192ull}) {
+      auto tensor = GenerateTensor(dtype, count, {DistKind::kRandomBytes, 0}, count);
+      for (uint64_t i = 0; i < count; ++i) {
+        if (dtype == DataType::kFloat32) {
+          uint32_t v;
+          std::memcpy(&v, tensor.data() + 4 * i, 4);
+          v = (v & 0x807FFFFFu) | (0x7Eu << 23);  // the symbol is the exponent
+          std::memcpy(tensor.data() + 4 * i, &v, 4);
+        } else {
+          uint16_t v;
+          std::memcpy(&v, tensor.data() + 2 * i, 2);
+          v = static_cast<uint16_t>((v & 0x807Fu) | (0x7Eu << 7));  // the symbol is bits 14..7
+          std::memcpy(tensor.data() + 2 * i, &v, 2);
+        }
+      }
+      const auto frame = CompressToVector(tensor, dtype);
+      ASSERT_EQ(ReadFrameInfo(frame.data(), frame.size())->mode, FrameMode::kSplitConstant)
+          << DataTypeName(dtype) << " x" << count;
+      std::vector<uint8_t> out(tensor.size());
+      ASSERT_TRUE(DecompressHost(frame.data(), frame.size(), dtype, out.data(), count).ok());
+      EXPECT_EQ(out, tensor) << DataTypeName(dtype) << " x" << count;
+    }
+  }
+}
+
 TEST(CpuCodec, EncodingIsDeterministic) {
   const auto tensor = GenerateTensor(DataType::kFloat16, 123457, {DistKind::kLaplace, 0.05}, 9);
   EXPECT_EQ(CompressToVector(tensor, DataType::kFloat16), CompressToVector(tensor, DataType::kFloat16));

@@ -103,11 +103,17 @@ __device__ void DecodeChunk(const DecodeArgs& args, const Header& h, const Layou
   const uint32_t lower_lanes = (1u << lane) - 1;
   const uint64_t first = chunk * chunk_elements;
   const uint64_t chunk_count = min(chunk_elements, h.count - first);
-  const uint8_t* lane_raw = args.frame + h.raw_offset + (first + lane) * Split::kRawWidth;
+  const uint8_t* lane_raw = args.frame + h.raw_offset + (RawPlaneIndex(layout, first) + lane) * Split::kRawWidth;
   const Store lane_store = store.At(first + lane);
   const int full_steps = static_cast<int>(chunk_count / kLanes);
   const int steps = static_cast<int>(DivCeil(chunk_count, kLanes));
   const uint32_t tail_lanes = static_cast<uint32_t>(chunk_count % kLanes);
+  // The lane's last `carried` steps take their raw parts from its end state (format version 3):
+  // their symbols wait in `carried_symbols`, the last one lowest, and are joined after the loop.
+  const uint32_t lane_steps = LaneElements(chunk_count, lane);
+  const uint32_t carried = min(lane_steps, layout.carried_steps);
+  const int kept_steps = static_cast<int>(lane_steps - carried);
+  uint32_t carried_symbols = 0;
   uint32_t consumed = 0;
   // One step of the 32 lanes. kChecked: some lanes may be past the chunk's end, and the ring is
   // topped up and the chunk's bounds checked at every step; returns false on a read past the
@@ -140,7 +146,11 @@ __device__ void DecodeChunk(const DecodeArgs& args, const Header& h, const Layou
     if constexpr (kChecked) words.Refill(consumed);
     if (active) {
       x = next;
-      lane_store(uint64_t(k) * kLanes, Split::Join(raw, EntrySymbol(entry)), operand);
+      if (k < kept_steps) {
+        lane_store(uint64_t(k) * kLanes, Split::Join(raw, EntrySymbol(entry)), operand);
+      } else {
+        carried_symbols = carried_symbols << 8 | EntrySymbol(entry);
+      }
     }
     return true;
   };
@@ -153,9 +163,9 @@ __device__ void DecodeChunk(const DecodeArgs& args, const Header& h, const Layou
 #pragma unroll
     for (int j = 0; j < kBatch; ++j) {
       const int k = k0 + j;
-      const bool active = k < full_steps || (k < steps && lane < tail_lanes);
-      batch[j] = active ? LoadRaw<Split>(lane_raw, uint64_t(k) * kLanes) : 0;
-      operands[j] = active ? lane_store.Load(uint64_t(k) * kLanes) : Operand{};
+      const bool kept = k < kept_steps;  // an element of the lane whose raw part is in the plane
+      batch[j] = kept ? LoadRaw<Split>(lane_raw, uint64_t(k) * kLanes) : 0;
+      operands[j] = kept ? lane_store.Load(uint64_t(k) * kLanes) : Operand{};
     }
   };
   uint32_t raw[kBatch], next_raw[kBatch];
@@ -186,8 +196,17 @@ __device__ void DecodeChunk(const DecodeArgs& args, const Header& h, const Layou
   }
   __pipeline_wait_prior(0);  // leave no copy in flight into memory the next chunk reuses
   __syncwarp();
-  if (corrupt || !__all_sync(~0u, x == kStateLow) || !(consumed == available || padded)) {
+  constexpr uint32_t kRawBits = 8 * Split::kRawWidth;
+  if (corrupt || !__all_sync(~0u, IsLaneStartState(x, carried, kRawBits, layout.carried_steps)) ||
+      !(consumed == available || padded)) {
     if (lane == 0) RecordError(args.error_word, MakeErrorWord(DecodeError::kCorruptStream, chunk));
+    return;
+  }
+  // The carried elements, from the raw parts the end state holds.
+  for (uint32_t t = 0; t < carried; ++t) {
+    const uint64_t at = uint64_t(lane_steps - 1 - t) * kLanes;
+    const uint32_t raw = (x >> (t * kRawBits)) & ((1u << kRawBits) - 1);
+    lane_store(at, Split::Join(raw, (carried_symbols >> (8 * t)) & 0xFF), lane_store.Load(at));
   }
 }
 
@@ -362,7 +381,7 @@ template <typename Split, typename Store>
 __device__ __forceinline__ void DecodeFrame(const DecodeArgs& args, const Store& store) {
   extern __shared__ __align__(16) uint8_t shared[];
   __shared__ Header h;
-  __shared__ Layout layout;  // rANS frames
+  __shared__ Layout layout;  // split frames
   __shared__ uint16_t freqs[kAlphabetSize];
   __shared__ uint32_t verdict;
   if (threadIdx.x == 0) {
@@ -372,7 +391,7 @@ __device__ __forceinline__ void DecodeFrame(const DecodeArgs& args, const Store&
       const DecodeError e =
           CheckHeader(h, args.frame_capacity, args.dtype, args.count, args.element_size, args.splittable);
       verdict = MakeErrorWord(e, e == DecodeError::kBadVersion ? h.version : 0);  // the version, as the CPU names it
-      if (verdict == 0 && static_cast<Mode>(h.mode) == Mode::kSplitRans) {
+      if (verdict == 0 && static_cast<Mode>(h.mode) != Mode::kStored) {
         layout = ComputeLayout(args.element_size, true, h.count, 1u << h.lane_symbols_log2);
       }
     }
@@ -397,9 +416,14 @@ __device__ __forceinline__ void DecodeFrame(const DecodeArgs& args, const Store&
   }
   const uint8_t* raw_plane = args.frame + h.raw_offset;
   const uint8_t* symbols = args.frame + h.coded_offset;
+  // Modes 1 and 2 keep the carried raw parts in the coded area, after any stored symbols.
+  const uint8_t* carried_raw = symbols + (mode == Mode::kSplitStored ? h.count : 0);
   for (uint64_t i = thread; i < h.count; i += threads) {
     const uint32_t symbol = mode == Mode::kSplitConstant ? h.constant_symbol : symbols[i];
-    store(i, Split::Join(LoadRaw<Split>(raw_plane, i), symbol), store.Load(i));
+    const ChunkSpan chunk = ChunkSpanOf(layout, h.count, ChunkOf(layout, i));
+    const uint32_t raw = i < chunk.first + chunk.kept ? LoadRaw<Split>(raw_plane, RawPlaneIndex(layout, i))
+                                                      : LoadRaw<Split>(carried_raw, CarriedIndex(layout, i, chunk.n));
+    store(i, Split::Join(raw, symbol), store.Load(i));
   }
 }
 

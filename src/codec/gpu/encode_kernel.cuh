@@ -53,6 +53,32 @@ __device__ void StoreSymbols(const EncodeArgs& args, uint64_t first, uint64_t ch
   }
 }
 
+// The raw parts that lane `lane` of the chunk of `chunk_count` elements from `first` carries in
+// its start state (frame_format.h's LaneStartState), read from the input.
+template <typename Split, bool kAligned>
+__device__ uint32_t CarriedRaw(const EncodeArgs& args, uint64_t first, uint64_t chunk_count, uint32_t lane) {
+  const uint32_t lane_elements = LaneElements(chunk_count, lane);
+  const uint32_t carried = min(lane_elements, args.layout.carried_steps);
+  uint32_t packed = 0;
+  for (uint32_t t = 0; t < carried; ++t) {
+    const uint64_t e = first + uint64_t{lane_elements - 1 - t} * kLanes + lane;
+    packed |= Split::Raw(LoadElement<Split, kAligned>(args.input, e)) << (t * 8 * Split::kRawWidth);
+  }
+  return packed;
+}
+
+// Modes 1 and 2 have no lanes: the chunk's carried raw parts go to the coded area, after the
+// stored symbols (mode 1) or alone (mode 2), at CarriedIndex.
+template <typename Split, bool kAligned>
+__device__ void StoreCarriedRaw(const EncodeArgs& args, Mode mode, uint64_t first, uint64_t chunk_count) {
+  uint8_t* out = args.frame + args.layout.coded_offset + (mode == Mode::kSplitStored ? args.count : 0);
+  const uint64_t kept = chunk_count - ChunkCarried(chunk_count, args.layout.carried_steps);
+  for (uint64_t e = kept + threadIdx.x; e < chunk_count; e += 32) {
+    const uint32_t raw = Split::Raw(LoadElement<Split, kAligned>(args.input, first + e));
+    StoreRaw<Split>(out, CarriedIndex(args.layout, first + e, chunk_count), raw);
+  }
+}
+
 // Written by the warp of a tile's first chunk, at `place` in the coded area: the tile's own table
 // of `table_bytes` (none if 0) and the tile's index entry.
 __device__ inline void PlaceTileTable(const EncodeArgs& args, uint32_t tile, uint32_t table_bytes, uint32_t place,
@@ -87,7 +113,10 @@ __global__ void __launch_bounds__(32) EncodeKernel(EncodeArgs args) {
   const uint64_t first = chunk * chunk_elements;
   const uint64_t chunk_count = min(chunk_elements, args.count - first);
   const Mode mode = static_cast<Mode>(ws->mode_word & 0xFF);
-  if (mode == Mode::kSplitStored) return StoreSymbols<Split, kAligned>(args, first, chunk_count);
+  if (mode == Mode::kSplitStored || mode == Mode::kSplitConstant) {
+    if (mode == Mode::kSplitStored) StoreSymbols<Split, kAligned>(args, first, chunk_count);
+    return StoreCarriedRaw<Split, kAligned>(args, mode, first, chunk_count);
+  }
   if (mode != Mode::kSplitRans) return;
 
   using Bits = typename Split::Bits;
@@ -106,6 +135,10 @@ __global__ void __launch_bounds__(32) EncodeKernel(EncodeArgs args) {
   Bits current[kBatch], next[kBatch];
   if (batches_end > 0) load_batch(batches_end, current);
 
+  // The lane's start state carries the raw parts of its last elements (loaded beside the table).
+  const uint32_t carried_raw =
+      args.layout.carried_steps == 0 ? 0 : CarriedRaw<Split, kAligned>(args, first, chunk_count, lane);
+
   const uint32_t tile = chunk >> args.layout.tile_chunks_log2;
   const uint32_t tile_table_bytes = args.tiles.table_bytes[tile];  // 0: the tile codes with the global table
   const EncoderSymbol* table =
@@ -115,7 +148,7 @@ __global__ void __launch_bounds__(32) EncodeKernel(EncodeArgs args) {
 
   uint16_t* words = args.scratch + first;
   const uint32_t higher_lanes = ~0u << lane << 1;  // lanes above this one write first in a step
-  uint32_t x = kStateLow;
+  uint32_t x = LaneStartState(carried_raw, args.layout.carried_steps);
   uint32_t emitted = 0;
   // One step of the 32 lanes: renormalise (emitting 16 bits) where needed, then code.
   auto code_step = [&](bool active, Bits value) {

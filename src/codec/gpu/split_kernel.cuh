@@ -31,9 +31,16 @@ struct SplitArgs {
 // Block runs start on whole 16-byte vectors of every type (16 fp8 elements).
 inline constexpr uint64_t kSplitAlignment = 16;
 
+// The end of the elements of i's chunk whose raw parts go to the raw plane: the chunk's later
+// ones ride in its lanes' states (frame_format.h, format version 3).
+__device__ __forceinline__ uint64_t KeptEnd(const SplitArgs& args, uint64_t i) {
+  const ChunkSpan chunk = ChunkSpanOf(args.layout, args.count, ChunkOf(args.layout, i));
+  return chunk.first + chunk.kept;
+}
+
 template <typename Split>
 __device__ void SplitOne(const SplitArgs& args, uint64_t i, typename Split::Bits v, uint32_t* warp_histogram) {
-  StoreRaw<Split>(args.frame + args.layout.raw_offset, i, Split::Raw(v));
+  if (i < KeptEnd(args, i)) StoreRaw<Split>(args.frame + args.layout.raw_offset, RawPlaneIndex(args.layout, i), Split::Raw(v));
   atomicAdd(&warp_histogram[Split::Symbol(v)], 1u);
 }
 
@@ -81,11 +88,26 @@ __device__ void SplitRun(const SplitArgs& args, uint64_t first, uint64_t end, ui
     static_assert(kSplitAlignment % kPerVector == 0);
     const uint64_t vector_end = end / kPerVector;
     const auto* in = reinterpret_cast<const uint4*>(args.input);
+    // A vector lies wholly before its chunk's carried elements (one store at its place in the
+    // raw plane, a multiple of kPerVector: 32 m is one too), wholly among them (no store), or,
+    // in a partial last chunk only, across the border (element by element).
+    static_assert((kLanes * CarriedSteps(Split::kRawWidth)) % kPerVector == 0);
     for (uint64_t v = first / kPerVector + threadIdx.x; v < vector_end; v += kSplitThreads) {
       const uint4 packed = in[v];
       Bits elements[kPerVector];
       memcpy(elements, &packed, 16);
-      StoreRawVector<Split, kPerVector>(args.frame + args.layout.raw_offset, v * kPerVector, elements);
+      const uint64_t i = v * kPerVector;
+      const uint64_t kept_end = KeptEnd(args, i);
+      if (i + kPerVector <= kept_end) {
+        StoreRawVector<Split, kPerVector>(args.frame + args.layout.raw_offset, RawPlaneIndex(args.layout, i), elements);
+      } else {
+#pragma unroll
+        for (uint32_t j = 0; j < kPerVector; ++j) {
+          if (i + j < kept_end) {
+            StoreRaw<Split>(args.frame + args.layout.raw_offset, RawPlaneIndex(args.layout, i + j), Split::Raw(elements[j]));
+          }
+        }
+      }
 #pragma unroll
       for (uint32_t j = 0; j < kPerVector; ++j) atomicAdd(&warp_histogram[Split::Symbol(elements[j])], 1u);
     }
