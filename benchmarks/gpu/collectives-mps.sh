@@ -6,18 +6,21 @@
 # COLLECTIVES.md), which one process per GPU never pays. Under MPS their kernels share the GPU
 # at once, as separate GPUs would run them, so comparing the two runs shows how much of the
 # compressed collectives' time is the time slicing of the test machine.
-# First the device collective tests run under MPS (correctness there); the benchmark runs only
-# if they pass. The MPS daemon is this script's own, in /tmp, and is stopped on exit.
-# Under MPS those tests hung in H200 run s12-3, when the test harness still initialised CUDA
-# before forking the ranks (docs/PIPELINE.md, "Known limits"), so the script runs only when
-# asked, not with every other benchmark of scripts/gpu-run:
+# Under MPS the pipeline holds no caller's stream (held_streams.h: with the hold the device tests
+# hung in H200 runs s12-3 and s18-2, and passed without it in s18-3), so a held call on device
+# memory is refused. The script first checks that refusal (a one-way device send with the
+# default options must fail at once, naming MPS), then runs the device collective tests and the
+# benchmark with UCCLZIP_HOLD_STREAM=0 (correctness first; the benchmark runs only if they pass).
+# The MPS daemon is this script's own, in /tmp, and is stopped on exit. It runs only when asked,
+# not with every other benchmark of scripts/gpu-run:
 #   MPS=1   run it                            BUILD  build folder (default: build)
 #   MPS_TESTS  gtest filter of the tests run first (default: the 4-rank, small and group suites)
+#   MPS_BENCH=0  the refusal and the tests only
 set -uo pipefail
 OUT=${OUT:?set OUT to the folder for the logs}
 build=${BUILD:-build}
 if [[ ${MPS:-0} != 1 ]]; then
-  echo "collectives-mps skipped: MPS=1 runs it (the device tests hung under MPS in H200 run s12-3)"
+  echo "collectives-mps skipped: MPS=1 runs it"
   exit 0
 fi
 control=$(command -v nvidia-cuda-mps-control || ls /usr/local/nvidia/bin/nvidia-cuda-mps-control /usr/bin/nvidia-cuda-mps-control 2>/dev/null | head -1)
@@ -37,6 +40,16 @@ stop_mps() {
   cp "$CUDA_MPS_LOG_DIRECTORY"/*.log "$OUT/mps/" 2>/dev/null
 }
 trap stop_mps EXIT
+timeout -k 10 60 "$build/benchmarks/ucclzip-bench" sendrecv --ranks 2 --memory device --pattern oneway \
+  --min_bytes 1M --max_bytes 1M --iters 1 --warmup 0 --latency_iters 0 >"$OUT/mps/held.out" 2>"$OUT/mps/held.err"
+held_rc=$?
+if ((held_rc == 0)) || ! grep -q "CUDA MPS daemon" "$OUT/mps/held.err"; then
+  echo "collectives-mps: a held call under MPS was not refused (exit $held_rc):"
+  tail -5 "$OUT/mps/held.err"
+  exit 1
+fi
+echo "under MPS, a held call is refused (exit $held_rc): $(grep -m1 -o "rank [0-9]*:.*CUDA MPS daemon" "$OUT/mps/held.err")"
+export UCCLZIP_HOLD_STREAM=0
 filter=${MPS_TESTS:-CollectivesDevice.*4ranks*:CollectivesDeviceSmall.*:CollectivesDeviceGroups.*}
 if ! timeout -k 10 120 "$build/tests/collectives/collectives_test" --gtest_filter="$filter" >"$OUT/mps/tests.log" 2>&1; then
   echo "collectives-mps: the device tests failed under MPS, no benchmark:"
@@ -44,4 +57,5 @@ if ! timeout -k 10 120 "$build/tests/collectives/collectives_test" --gtest_filte
   exit 1
 fi
 echo "under MPS: $(grep -E "PASSED|tests ran" "$OUT/mps/tests.log" | tr '\n' ' ')"
+[[ ${MPS_BENCH:-1} == 0 ]] && exit 0
 OUT="$OUT/mps" bash "$(dirname "$0")/collectives.sh"

@@ -9,6 +9,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "logging/logging.h"
 
 namespace ucclzip::pipeline {
 
@@ -35,16 +36,34 @@ HeldStreams& HeldStreams::ForDevice(int device) {
   static auto* const by_device = new std::map<int, std::unique_ptr<HeldStreams>>();
   absl::MutexLock lock(&mutex);
   std::unique_ptr<HeldStreams>& held = (*by_device)[device];
-  if (held == nullptr) held = std::make_unique<HeldStreams>(HardwareQueues(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS")));
+  if (held == nullptr) {
+    int mps = 0;
+    if (cudaDeviceGetAttribute(&mps, cudaDevAttrMpsEnabled, device) != cudaSuccess) {
+      cudaGetLastError();  // a driver that cannot tell has no MPS to tell of
+      mps = 0;
+    }
+    held = std::make_unique<HeldStreams>(HardwareQueues(std::getenv("CUDA_DEVICE_MAX_CONNECTIONS")), mps != 0);
+    UCCLZIP_LOG(kInfo) << "CUDA device " << device << (mps != 0 ? ", shared through MPS" : "") << ": "
+                       << held->hardware_queues_ << " hardware queues, at most " << held->capacity_
+                       << " callers' streams held at once";
+  }
   return *held;
 }
 
-HeldStreams::HeldStreams(int hardware_queues)
+HeldStreams::HeldStreams(int hardware_queues, bool shared_by_mps)
     : hardware_queues_(hardware_queues),
-      capacity_(hardware_queues < kFewestQueues ? 0 : std::min(hardware_queues / 2, kMostHeld)) {}
+      shared_by_mps_(shared_by_mps),
+      capacity_(shared_by_mps || hardware_queues < kFewestQueues ? 0 : std::min(hardware_queues / 2, kMostHeld)) {}
 
 absl::Status HeldStreams::CheckCanHold() const {
   if (capacity_ > 0) return absl::OkStatus();
+  if (shared_by_mps_) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "this device is shared through the CUDA MPS daemon, whose clients share one pool of hardware queues, so the "
+        "call's stream cannot be held: its wait may stop the pipeline's own copies and kernels, and the call would "
+        "never finish: set hold_caller_stream = false (UCCLZIP_HOLD_STREAM=0) and Wait() on the operation before the "
+        "stream uses its buffers"));
+  }
   const std::string queues = hardware_queues_ == 1 ? "one hardware queue" : absl::StrCat(hardware_queues_, " hardware queues");
   return absl::FailedPreconditionError(absl::StrCat(
       "CUDA_DEVICE_MAX_CONNECTIONS=", hardware_queues_, " gives this process ", queues,

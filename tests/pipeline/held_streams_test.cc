@@ -49,6 +49,17 @@ TEST(HeldStreams, TooFewHardwareQueuesAreRefusedWithWhatToChange) {
   EXPECT_TRUE(HeldStreams(4).CheckCanHold().ok());
 }
 
+TEST(HeldStreams, UnderMpsNoStreamIsHeldAndTheRefusalSaysWhy) {
+  HeldStreams shared(32, /*shared_by_mps=*/true);
+  EXPECT_EQ(shared.capacity(), 0);
+  for (const absl::Status& refused : {shared.CheckCanHold(), shared.Acquire({Stream(1)}, absl::InfiniteFuture())}) {
+    EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_TRUE(absl::StrContains(refused.message(), "CUDA MPS daemon")) << refused;
+    EXPECT_TRUE(absl::StrContains(refused.message(), "UCCLZIP_HOLD_STREAM=0")) << refused;
+  }
+  EXPECT_EQ(shared.held(), 0);
+}
+
 TEST(HeldStreams, AStreamAlreadyHeldTakesNoMoreRoom) {
   HeldStreams streams(4);  // room for two
   ASSERT_TRUE(streams.Acquire({Stream(1)}, Soon()).ok());
