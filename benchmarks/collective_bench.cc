@@ -215,6 +215,7 @@ absl::Status RunRank() {
   }
   std::vector<double> busbw_sum(modes->size(), 0);
   int sizes = 0;
+  uint64_t wrong = 0;
   const uint64_t max_bytes = MaxBytes(kDefaultMaxBytes);
   for (uint64_t bytes = MinBytes(kDefaultMinBytes); bytes <= max_bytes; bytes = NextSize(bytes)) {
     const CollectiveShape shape{kind, *dtype, *op, CountOf(*g_bench, bytes, *dtype, world), root, world};
@@ -227,6 +228,7 @@ absl::Status RunRank() {
       const double vs_first = r.time_us > 0 ? (*results)[0].time_us / r.time_us : 0;
       busbw_sum[m] += busbw;
       if (!report) continue;
+      wrong += r.wrong;
       const char* redop = testing::Reduces(kind) ? ReduceOpName(*op) : "none";
       const int shown_root = testing::HasRoot(kind) ? root : -1;
       if (json) {
@@ -255,7 +257,7 @@ absl::Status RunRank() {
                   CompressionName((*modes)[m]));
     }
   }
-  return absl::OkStatus();
+  return CheckedBytes(wrong);
 }
 
 int CollectiveMain(const CollectiveBench& bench) {

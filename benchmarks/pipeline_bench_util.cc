@@ -71,6 +71,11 @@ absl::StatusOr<std::vector<double>> GatherDoubles(Communicator& comm, const std:
 
 absl::Status Barrier(Communicator& comm) { return GatherDoubles(comm, {0.0}).status(); }
 
+absl::Status CheckedBytes(uint64_t wrong) {
+  if (wrong == 0) return absl::OkStatus();
+  return absl::DataLossError(absl::StrCat(wrong, " bytes arrived wrong in the checked calls (the #wrong column says where)"));
+}
+
 double Mean(const std::vector<double>& values) {
   return values.empty() ? 0 : std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
 }

@@ -39,6 +39,11 @@ absl::StatusOr<std::vector<double>> GatherDoubles(Communicator& comm, const std:
 // Returns once every rank has called it.
 absl::Status Barrier(Communicator& comm);
 
+// DataLoss where the checks found `wrong` bytes, for the reporting rank to return once its rows
+// are printed (the #wrong column shows where): the benchmark then exits non-zero, as nccl-tests
+// does, so that no script takes the figures of a run that delivered wrong data.
+absl::Status CheckedBytes(uint64_t wrong);
+
 // The value below which a share `q` (0..1) of `values` lies: the sorted values' element
 // floor(q * n), the last for q = 1; 0 for none. Median is Percentile(values, 0.5).
 double Percentile(std::vector<double> values, double q);

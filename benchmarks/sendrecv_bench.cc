@@ -324,10 +324,12 @@ absl::Status RunRank() {
   }
   const uint64_t min_bytes = MinBytes(absl::GetFlag(FLAGS_min_bytes).bytes);
   const uint64_t max_bytes = MaxBytes(absl::GetFlag(FLAGS_max_bytes).bytes);
+  uint64_t wrong = 0;
   for (uint64_t bytes = std::max<uint64_t>(min_bytes, ElementSize(*dtype)); bytes <= max_bytes; bytes = NextSize(bytes)) {
     absl::StatusOr<std::vector<ModeResult>> results = MeasureSize(comm, *pattern, bytes, *dtype, *dist, device, *modes);
     if (!results.ok()) return results.status();
     if (!report) continue;
+    for (const ModeResult& result : *results) wrong += result.wrong;
     for (size_t m = 0; m < modes->size(); ++m) PrintRow(json, *pattern, comm, bytes, *dtype, *modes, m, *results);
     std::fflush(stdout);
   }
@@ -341,7 +343,7 @@ absl::Status RunRank() {
       std::printf("# 8 B round trip (ranks 0<->1, host memory): median %.2f us, one-way %.2f us\n", *rtt, *rtt / 2);
     }
   }
-  return absl::OkStatus();
+  return CheckedBytes(wrong);
 }
 
 int SendRecvMain(const std::vector<std::string>&) {

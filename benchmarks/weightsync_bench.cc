@@ -209,7 +209,9 @@ absl::Status RunRank() {
                   static_cast<unsigned long long>(wrong[m]));
     }
   }
-  return absl::OkStatus();
+  uint64_t all_wrong = 0;
+  for (const auto& [mode, count] : wrong) all_wrong += count;
+  return CheckedBytes(all_wrong);
 }
 
 int WeightSyncMain(const std::vector<std::string>&) {
