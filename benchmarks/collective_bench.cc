@@ -144,11 +144,13 @@ absl::StatusOr<std::vector<ModeResult>> MeasureSize(Communicator& comm, const Co
     for (int r = 0; r < world; ++r) inputs.push_back(r == rank ? input : input_of(r));
     const std::vector<uint8_t> want = testing::ReferenceOutput(shape, inputs, rank);
     for (size_t m = 0; m < modes.size(); ++m) {
-      (*recv)->Clear();
+      if (absl::Status s = (*recv)->Clear(); !s.ok()) return s;
       if (absl::Status s = prepare(); !s.ok()) return s;
       if (absl::Status s = Call(comm, shape, send_at, recv_at, modes[m]).Wait(kWait); !s.ok()) return s;
       // `want` is empty where nothing is received.
-      wrong[m] = static_cast<double>((*recv)->CountWrong(want, output_offset));
+      absl::StatusOr<uint64_t> count = (*recv)->CountWrong(want, output_offset);
+      if (!count.ok()) return count.status();
+      wrong[m] = static_cast<double>(*count);
     }
   }
   // Per rank and mode: its median time, wrong bytes, payload and wire bytes, codec seconds and frames sent.

@@ -115,13 +115,23 @@ TensorBuffer::~TensorBuffer() {
   if (device_ != nullptr) cudaFree(device_);
 }
 
-void TensorBuffer::Clear() {
+namespace {
+
+// A CUDA call of a device buffer, with the CUDA error named where it fails.
+absl::Status DeviceBufferStatus(cudaError_t err, absl::string_view what, size_t bytes) {
+  if (err == cudaSuccess) return absl::OkStatus();
+  cudaGetLastError();
+  return absl::InternalError(absl::StrCat(what, " ", bytes, " bytes of a device buffer: ", cudaGetErrorName(err), ": ",
+                                          cudaGetErrorString(err)));
+}
+
+}  // namespace
+
+absl::Status TensorBuffer::Clear() {
   constexpr uint8_t kPattern = 0xA5;
-  if (device_ != nullptr) {
-    cudaMemset(device_, kPattern, host_.size());
-  } else {
-    std::fill(host_.begin(), host_.end(), kPattern);
-  }
+  if (device_ != nullptr) return DeviceBufferStatus(cudaMemset(device_, kPattern, host_.size()), "clearing", host_.size());
+  std::fill(host_.begin(), host_.end(), kPattern);
+  return absl::OkStatus();
 }
 
 absl::Status TensorBuffer::Write(const std::vector<uint8_t>& contents, uint64_t offset) {
@@ -141,8 +151,12 @@ absl::Status TensorBuffer::Write(const std::vector<uint8_t>& contents, uint64_t 
   return absl::OkStatus();
 }
 
-uint64_t TensorBuffer::CountWrong(const std::vector<uint8_t>& want, uint64_t offset) {
-  if (device_ != nullptr) cudaMemcpy(host_.data(), device_, host_.size(), cudaMemcpyDeviceToHost);
+absl::StatusOr<uint64_t> TensorBuffer::CountWrong(const std::vector<uint8_t>& want, uint64_t offset) {
+  if (device_ != nullptr) {
+    absl::Status read = DeviceBufferStatus(cudaMemcpy(host_.data(), device_, host_.size(), cudaMemcpyDeviceToHost),
+                                           "reading back", host_.size());
+    if (!read.ok()) return read;
+  }
   uint64_t wrong = 0;
   for (size_t i = 0; i < want.size(); ++i) wrong += offset + i >= host_.size() || host_[offset + i] != want[i];
   return wrong;

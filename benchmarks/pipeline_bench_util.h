@@ -57,11 +57,12 @@ class TensorBuffer {
   ~TensorBuffer();
   void* data() { return device_ != nullptr ? device_ : host_.data(); }
   // Overwrites the contents (before a checked receive, so that bytes it misses count as wrong).
-  void Clear();
+  absl::Status Clear();
   // Writes `contents` at byte `offset` (an in-place call's input, before each call).
   absl::Status Write(const std::vector<uint8_t>& contents, uint64_t offset);
-  // Number of bytes from byte `offset` on that differ from `want`.
-  uint64_t CountWrong(const std::vector<uint8_t>& want, uint64_t offset = 0);
+  // Number of bytes from byte `offset` on that differ from `want`; an error where a device
+  // buffer cannot be read back (a count from stale host bytes would be no count).
+  absl::StatusOr<uint64_t> CountWrong(const std::vector<uint8_t>& want, uint64_t offset = 0);
 
  private:
   std::vector<uint8_t> host_;

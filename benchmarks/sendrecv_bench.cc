@@ -164,14 +164,20 @@ absl::StatusOr<std::vector<ModeResult>> MeasureSize(Communicator& comm, Pattern 
     const bool check = i == warmup + iterations;
     for (size_t turn = 0; turn < modes.size(); ++turn) {
       const size_t m = ModeOfTurn(i, turn, modes.size());
-      if (check && receives) checked.Clear();
+      if (check && receives) {
+        if (absl::Status s = checked.Clear(); !s.ok()) return s;
+      }
       const CommunicatorStats before = comm.stats();
       const absl::Time start = absl::Now();
       const std::vector<void*> targets = check ? std::vector<void*>{ins[0]} : ins;
       if (absl::Status s = Exchange(comm, pattern, (*out)->data(), targets, count, dtype, modes[m]); !s.ok()) return s;
       const double elapsed_us = absl::ToDoubleMicroseconds(absl::Now() - start) / targets.size();
       if (check) {
-        if (receives) totals[m].wrong = static_cast<double>(checked.CountWrong(want));
+        if (receives) {
+          absl::StatusOr<uint64_t> count = checked.CountWrong(want);
+          if (!count.ok()) return count.status();
+          totals[m].wrong = static_cast<double>(*count);
+        }
         continue;
       }
       if (i < warmup) continue;

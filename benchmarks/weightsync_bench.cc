@@ -173,14 +173,19 @@ absl::Status RunRank() {
   std::map<CompressionMode, uint64_t> wrong;
   for (CompressionMode m : modes) {
     if (comm.rank() != 0) {
-      for (auto& buffer : buffers) buffer->Clear();
+      for (auto& buffer : buffers) {
+        if (absl::Status s = buffer->Clear(); !s.ok()) return s;
+      }
     }
     if (absl::StatusOr<double> seconds = SyncOnce(comm, buffers, *model, *dtype, m); !seconds.ok()) {
       return seconds.status();
     }
     uint64_t mine = 0;
     for (size_t i = 0; comm.rank() != 0 && i < model->size(); ++i) {
-      mine += buffers[i]->CountWrong(contents[{(*model)[i].count, (*model)[i].dist + (*model)[i].file}]);
+      absl::StatusOr<uint64_t> count =
+          buffers[i]->CountWrong(contents[{(*model)[i].count, (*model)[i].dist + (*model)[i].file}]);
+      if (!count.ok()) return count.status();
+      mine += *count;
     }
     absl::StatusOr<std::vector<double>> counts = GatherDoubles(comm, {static_cast<double>(mine)});
     if (!counts.ok()) return counts.status();

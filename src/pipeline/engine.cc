@@ -175,8 +175,14 @@ absl::StatusOr<OperationSpec> Engine::Prepare(Call call) {
     }
   }
   // Both buffers must live in the same kind of memory, on the same device.
-  const transport::PointerInfo input = transport::ClassifyPointer(needs_input ? call.input : nullptr);
-  const transport::PointerInfo output = transport::ClassifyPointer(needs_output ? call.output : nullptr);
+  const absl::StatusOr<transport::PointerInfo> input_info =
+      transport::ClassifyPointer(needs_input ? call.input : nullptr);
+  const absl::StatusOr<transport::PointerInfo> output_info =
+      transport::ClassifyPointer(needs_output ? call.output : nullptr);
+  for (const absl::StatusOr<transport::PointerInfo>* info : {&input_info, &output_info}) {
+    if (!info->ok()) return absl::Status(info->status().code(), absl::StrCat(name, "): ", info->status().message()));
+  }
+  const transport::PointerInfo input = *input_info, output = *output_info;
   transport::PointerInfo pointer = needs_input ? input : output;
   if (needs_input && needs_output && (input.type != output.type || input.device != output.device)) {
     return invalid("the input is ", transport::MemoryTypeName(input.type), " memory (device ", input.device,

@@ -4,6 +4,8 @@
 
 #include <mutex>
 
+#include "absl/strings/str_cat.h"
+
 namespace ucclzip::transport {
 
 absl::string_view MemoryTypeName(MemoryType type) { return type == MemoryType::kHost ? "host" : "device"; }
@@ -20,17 +22,23 @@ int CudaDeviceCount() {
   return count;
 }
 
-PointerInfo ClassifyPointer(const void* pointer) {
-  if (pointer == nullptr || CudaDeviceCount() == 0) return {};
+absl::StatusOr<PointerInfo> ClassifyPointer(const void* pointer) {
+  if (pointer == nullptr || CudaDeviceCount() == 0) return PointerInfo{};
   cudaPointerAttributes attributes{};
-  if (cudaPointerGetAttributes(&attributes, pointer) != cudaSuccess) {
+  if (const cudaError_t err = cudaPointerGetAttributes(&attributes, pointer); err != cudaSuccess) {
     cudaGetLastError();
-    return {};
+    // Before CUDA 11 a pointer CUDA had never seen was an invalid value; since then such a
+    // pointer is cudaMemoryTypeUnregistered, and any error means CUDA cannot answer.
+    if (err == cudaErrorInvalidValue) return PointerInfo{};
+    return absl::InternalError(absl::StrCat("CUDA cannot tell what memory the buffer at 0x",
+                                            absl::Hex(reinterpret_cast<uintptr_t>(pointer)), " is (",
+                                            cudaGetErrorName(err), ": ", cudaGetErrorString(err),
+                                            "; an earlier failure may have left the CUDA context unusable)"));
   }
   if (attributes.type == cudaMemoryTypeDevice || attributes.type == cudaMemoryTypeManaged) {
-    return {MemoryType::kDevice, attributes.device};
+    return PointerInfo{MemoryType::kDevice, attributes.device};
   }
-  return {};
+  return PointerInfo{};
 }
 
 }  // namespace ucclzip::transport

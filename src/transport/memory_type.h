@@ -15,11 +15,14 @@ absl::string_view MemoryTypeName(MemoryType type);
 int CudaDeviceCount();
 
 // What a pointer is, per cudaPointerGetAttributes: device (or managed) memory with its device,
-// or host memory (pageable, pinned, or unknown to CUDA). Always host without a usable GPU.
+// or host memory (pageable, pinned, or unknown to CUDA). Always host without a usable GPU. An
+// error where CUDA cannot tell (a context that an earlier fault left unusable, say): calling
+// such a buffer host memory would hand device addresses to the host path, which then moves
+// wrong bytes or none, without an error.
 struct PointerInfo {
   MemoryType type = MemoryType::kHost;
   int device = -1;
 };
-PointerInfo ClassifyPointer(const void* pointer);
+absl::StatusOr<PointerInfo> ClassifyPointer(const void* pointer);
 
 }  // namespace ucclzip::transport

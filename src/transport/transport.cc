@@ -189,7 +189,9 @@ absl::Status Transport::Validate(Op& op, MemoryType type) const {
                 absl::StrCat("more than ", kMaxBlocks, " blocks of ", *options_.block_bytes, " bytes"));
   }
   if (op.bytes == 0) return absl::OkStatus();
-  PointerInfo actual = ClassifyPointer(op.data);
+  absl::StatusOr<PointerInfo> classified = ClassifyPointer(op.data);
+  if (!classified.ok()) return fail(classified.status().code(), classified.status().message());
+  const PointerInfo actual = *classified;
   if (type == MemoryType::kDevice && CudaDeviceCount() == 0) {
     return fail(absl::StatusCode::kFailedPrecondition, "device memory posted but no usable CUDA device");
   }
