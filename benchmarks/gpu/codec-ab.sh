@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# The codec against an earlier version of itself, side by side on the same GPU in one run: a
+# kernel change is judged by what it changes, not against figures of another day (the machine
+# drifts by up to 10 % between calls). CODEC_BASELINE names a source tree of the earlier
+# version, e.g. `mkdir -p .gpu/wip/baseline && git archive <commit> | tar -x -C .gpu/wip/baseline`
+# (about 4 MB; carry it). Its benchmark is built beside this tree's, then both take turns, the
+# order alternating from round to round, on bf16 and fp32 Gaussians at each size.
+#   CODEC_BASELINE  source tree of the baseline (unset: the script is skipped)
+#   BUILD  this tree's build (default: build)
+#   AB_ROUNDS  rounds (default 3)      AB_SIZES  sizes (default: 1M 16M 256M)
+# Writes $OUT/codec-ab.jsonl (the benchmark's rows with "build" and "round") and prints, per
+# case, the medians over the rounds and this tree's time as a share of the baseline's.
+set -euo pipefail
+OUT=${OUT:?set OUT to the folder for the logs}
+if [[ -z ${CODEC_BASELINE:-} ]]; then
+  echo "codec-ab skipped: CODEC_BASELINE names the baseline's source tree"
+  exit 0
+fi
+base_src=$CODEC_BASELINE
+ours="${BUILD:-build}/benchmarks/ucclzip-bench"
+base_build=build-codec-baseline
+cmake -S "$base_src" -B "$base_build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
+  >"$OUT/configure-codec-baseline.log" 2>&1
+cmake --build "$base_build" -j"$(nproc)" --target ucclzip-bench >"$OUT/build-codec-baseline.log" 2>&1
+theirs="$base_build/benchmarks/ucclzip-bench"
+jsonl="$OUT/codec-ab.jsonl"
+: >"$jsonl"
+for ((round = 1; round <= ${AB_ROUNDS:-3}; round++)); do
+  builds=(ours baseline)
+  ((round % 2 == 0)) && builds=(baseline ours)
+  for bytes in ${AB_SIZES:-1M 16M 256M}; do
+    for spec in bf16:gaussian:0.02 fp32:gaussian:1; do
+      dtype=${spec%%:*} dist=${spec#*:}
+      for which in "${builds[@]}"; do
+        bench=$ours
+        [[ $which == baseline ]] && bench=$theirs
+        "$bench" codec --device gpu --json --iters 30 --warmup 5 --dtype "$dtype" --dist "$dist" --bytes "$bytes" |
+          sed "s/}$/, \"build\": \"$which\", \"round\": $round}/" >>"$jsonl"
+      done
+    done
+  done
+done
+python3 - "$jsonl" <<'PY'
+import collections, json, statistics, sys
+runs = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    if line.startswith("{"):
+        r = json.loads(line)
+        runs[(r["dtype"], r["bytes"], r["build"])].append(r)
+print(f"{'dtype':6} {'bytes':>10} {'build':9} {'ratio':>7} {'comp_us':>9} {'dec_us':>9} {'comp ours/base':>15} {'dec ours/base':>14} ok")
+for (dtype, size, build), rows in sorted(runs.items()):
+    comp = statistics.median(r["compress_us"] for r in rows)
+    dec = statistics.median(r["decompress_us"] for r in rows)
+    share = ""
+    if build == "ours" and (dtype, size, "baseline") in runs:
+        base = runs[(dtype, size, "baseline")]
+        share = (f"{comp / statistics.median(r['compress_us'] for r in base):15.3f} "
+                 f"{dec / statistics.median(r['decompress_us'] for r in base):14.3f}")
+    ok = all(r["roundtrip_ok"] for r in rows)
+    print(f"{dtype:6} {size:>10} {build:9} {rows[0]['ratio']:7.4f} {comp:9.1f} {dec:9.1f} {share:>30} {ok}")
+PY
