@@ -351,13 +351,20 @@ void Engine::Loop() {
   bool stopping = false;
   int device = -1;
   bool poll_gpu = false;
+  absl::Time last_progress = absl::Now();  // when a pass last moved a task, or news came
   while (!stopping || !active_.empty()) {
+    // A task waits on the GPU: for wait_spin after the last progress its events are polled
+    // again at once, as a caller's Wait polls (CommunicatorOptions::wait_spin), since a CUDA
+    // event cannot wake a thread and a copy or kernel of a few microseconds would otherwise be
+    // seen up to kGpuPoll late; after that every kGpuPoll.
+    const bool spin_on_gpu = poll_gpu && absl::Now() - last_progress < lanes_.wait_spin();
     if (!poll_gpu) SpinForWake();
     {
       absl::MutexLock lock(&mutex_);
       woken_.store(false, std::memory_order_relaxed);
       auto woken = [this]() ABSL_SHARED_LOCKS_REQUIRED(mutex_) { return wake_; };
-      mutex_.AwaitWithTimeout(absl::Condition(&woken), poll_gpu ? kGpuPoll : kIdleSleep);
+      if (!spin_on_gpu) mutex_.AwaitWithTimeout(absl::Condition(&woken), poll_gpu ? kGpuPoll : kIdleSleep);
+      if (wake_) last_progress = absl::Now();  // news (a call submitted, a transfer done) counts as progress
       wake_ = false;
       for (auto& task : submitted_) active_.push_back(std::move(task));
       submitted_.clear();
@@ -373,10 +380,11 @@ void Engine::Loop() {
       }
     }
     bool moved = true;
-    while (moved) {
+    for (bool first_pass = true; moved; first_pass = false) {
       moved = false;
       poll_gpu = false;
       const absl::Time now = absl::Now();
+      if (!first_pass) last_progress = now;
       // A collective needs every rank: once any peer has failed, none can complete.
       const absl::Status peer_failure = lanes_.FirstPeerFailure();
       // Per peer, whether the tasks so far have started all their sends to it and posted all
