@@ -234,6 +234,12 @@ class Transport {
   bool any_endpoint_error_ = false;
   int copies_in_flight_ = 0;
   absl::Time last_work_;
+  // How often the progress thread slept with operations pending, and how often it then found
+  // work at once after a sleep that ran to its timeout: an event UCX had but did not signal,
+  // for which whatever waited on it waited up to the timeout. Logged at shutdown (info).
+  uint64_t pending_sleeps_ = 0;
+  uint64_t missed_wakeups_ = 0;
+  bool slept_to_timeout_ = false;
   absl::Time last_watch_;
 
   int wake_fd_ = -1;  // eventfd: posts, Abort and Shutdown wake the progress thread

@@ -101,6 +101,10 @@ void Transport::ProgressLoop() {
     // Callbacks that ran after AdvanceChanged (the cancels and forced closes of a failure) left
     // news for the next pass, which must not wait for an event first.
     work |= !news_.empty();
+    // Work right after a sleep that ran to its timeout: UCX had an event that its fd did not
+    // signal, and whatever waited for it waited for the timeout.
+    missed_wakeups_ += work && slept_to_timeout_;
+    slept_to_timeout_ = false;
     if (work) {
       last_work_ = now;
     } else if (now - last_work_ > kSpinBeforeSleep) {
@@ -557,11 +561,14 @@ void Transport::WaitForEvents() {
   }
   // While operations are pending the thread wakes at least every millisecond, for the sweep
   // (every kSweepInterval) and to poll the copies, should a wake-up ever go missing.
-  int timeout_ms = active_.empty() && closing_.empty() ? 100 : 1;
-  if (poll(fds, count, timeout_ms) > 0 && (fds[0].revents & POLLIN)) {
+  const bool pending = !active_.empty() || !closing_.empty();
+  const int ready = poll(fds, count, pending ? 1 : 100);
+  if (ready > 0 && (fds[0].revents & POLLIN)) {
     uint64_t wakeups = 0;
     [[maybe_unused]] ssize_t got = read(wake_fd_, &wakeups, sizeof(wakeups));
   }
+  pending_sleeps_ += pending;
+  slept_to_timeout_ = pending && ready == 0;
   last_work_ = absl::Now();
 }
 
