@@ -25,7 +25,10 @@ ABSL_FLAG(std::string, compress, "",
           "on|off|auto, or a list such as off,on whose modes take turns; empty: the subcommand's default "
           "(sendrecv off, the collectives off,on, weightsync on against off)");
 ABSL_FLAG(ucclzip::bench::ByteSize, pipeline_block, ucclzip::bench::ByteSize{ucclzip::CommunicatorOptions{}.pipeline_block_bytes},
-          "pipeline block size (K/M/G)");
+          "largest pipeline block (K/M/G)");
+ABSL_FLAG(ucclzip::bench::ByteSize, min_pipeline_block,
+          ucclzip::bench::ByteSize{ucclzip::CommunicatorOptions{}.min_pipeline_block_bytes},
+          "smallest pipeline block of an operation cut into four (K/M/G); --pipeline_block or more: fixed blocks");
 ABSL_FLAG(int, cpu_codec_threads, ucclzip::CommunicatorOptions{}.cpu_codec_threads,
           "threads of the CPU codec (host buffers), the pipeline thread included; 0: the library's default");
 
@@ -94,7 +97,7 @@ T FirstSet(std::initializer_list<std::optional<T>> values, T fallback) {
 std::vector<std::string> FlagsOf(FlagGroup group) {
   switch (group) {
     case FlagGroup::kMeasure: return {"dtype", "dist", "iters", "warmup", "json"};
-    case FlagGroup::kCommunicator: return {"ranks", "memory", "tls", "compress", "pipeline_block", "cpu_codec_threads"};
+    case FlagGroup::kCommunicator: return {"ranks", "memory", "tls", "compress", "pipeline_block", "min_pipeline_block", "cpu_codec_threads"};
     case FlagGroup::kSweep: return {"b", "minbytes", "e", "maxbytes", "f", "stepfactor", "n", "w", "warmup_iters", "d", "datatype"};
     case FlagGroup::kReduction: return {"o", "op", "r", "root", "c", "check"};
   }

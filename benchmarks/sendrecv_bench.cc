@@ -269,14 +269,14 @@ void PrintRow(bool json, Pattern pattern, const Communicator& comm, uint64_t byt
     std::printf("{\"bench\":\"sendrecv\",\"size\":%llu,\"count\":%llu,\"type\":\"%s\",\"compress\":\"%s\","
                 "\"time_us\":%.2f,\"mean_us\":%.2f,\"p10_us\":%.2f,\"p90_us\":%.2f,\"algbw_GBps\":%.4f,\"busbw_GBps\":%.4f,\"ratio\":%.4f,\"wire_saved\":%llu,%s,"
                 "\"vs_first\":%.4f,\"first\":\"%s\",\"wrong\":%llu,\"ranks\":%d,\"memory\":\"%s\",\"tls\":\"%s\","
-                "\"pattern\":\"%s\",\"window\":%d,\"dist\":\"%s\",\"pipeline_block\":%zu,\"block\":%zu,\"path\":\"%s\"}\n",
+                "\"pattern\":\"%s\",\"window\":%d,\"dist\":\"%s\",\"pipeline_block\":%zu,\"min_pipeline_block\":%zu,\"block\":%zu,\"path\":\"%s\"}\n",
                 static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(count), DataTypeName(dtype),
                 CompressionName(modes[m]), r.time_us, r.mean_us, r.p10_us, r.p90_us, algbw, algbw, r.ratio,
                 static_cast<unsigned long long>(r.saved), codec.c_str(), vs_first, CompressionName(modes[0]), wrong, comm.size(),
                 absl::GetFlag(FLAGS_memory).c_str(),
                 options.ucx_transports.empty() ? "default" : options.ucx_transports.c_str(),
                 absl::GetFlag(FLAGS_pattern).c_str(), absl::GetFlag(FLAGS_window), absl::GetFlag(FLAGS_dist).c_str(), options.pipeline_block_bytes,
-                *comm.options().block_bytes, PathName(comm, absl::GetFlag(FLAGS_memory) == "device"));
+                comm.options().min_pipeline_block_bytes, *comm.options().block_bytes, PathName(comm, absl::GetFlag(FLAGS_memory) == "device"));
     return;
   }
   const std::string codec = oneway ? absl::StrFormat("%10.1f %10.1f", r.encode_us, r.decode_us)
@@ -319,10 +319,10 @@ absl::Status RunRank() {
   const std::string tls = comm.options().ucx_transports.empty() ? "default" : comm.options().ucx_transports;
   if (report && !json) {
     std::printf("# ucclzip-bench sendrecv: %d ranks, %s memory%s, UCX_TLS=%s, pattern %s (window %d), compress %s "
-                "(taking turns), %s, %zu-byte pipeline blocks, %zu-byte transport blocks\n",
+                "(taking turns), %s, %zu- to %zu-byte pipeline blocks, %zu-byte transport blocks\n",
                 comm.size(), memory.c_str(), device ? (comm.device_memory_direct() ? " (direct)" : " (staged)") : "",
-                tls.c_str(), absl::GetFlag(FLAGS_pattern).c_str(), absl::GetFlag(FLAGS_window), compress.c_str(), dist->Name().c_str(), comm.options().pipeline_block_bytes,
-                *comm.options().block_bytes);
+                tls.c_str(), absl::GetFlag(FLAGS_pattern).c_str(), absl::GetFlag(FLAGS_window), compress.c_str(), dist->Name().c_str(),
+                comm.options().min_pipeline_block_bytes, comm.options().pipeline_block_bytes, *comm.options().block_bytes);
     const std::string codec =
         oneway ? absl::StrFormat("%10s %10s", "encode(us)", "decode(us)") : absl::StrFormat("%10s", "codec(us)");
     std::printf("#%11s %12s %6s %8s %10s %12s %12s %7s %12s %s %9s %7s\n", "size", "count", "type", "compress",

@@ -108,11 +108,16 @@ struct CommunicatorOptions {
   // --- Send/Recv pipeline (docs/PIPELINE.md) ---
   // Default compression of Send; a call's SendOptions may override it.
   CompressionMode compression = CompressionMode::kAuto;
-  // Messages are cut into pipeline blocks of this many bytes (rounded down to whole elements),
-  // each its own frame, so that consecutive blocks overlap. Every rank must use the same.
-  // 16 MB was best of 8 to 256 MB on the H200 (benchmarks/RESULTS.md): smaller blocks pay the
-  // codec's fixed cost too often, larger ones overlap too little.
+  // Messages are cut into pipeline blocks of at most this many bytes (rounded down to whole
+  // elements), each its own frame, so that consecutive blocks overlap. Every rank must use the
+  // same. 16 MB was best of 8 to 256 MB on the H200 (benchmarks/RESULTS.md): smaller blocks pay
+  // the codec's fixed cost too often, larger ones overlap too little.
   size_t pipeline_block_bytes = size_t{16} << 20;
+  // An operation of less than 4 pipeline blocks is cut into 4 blocks (a quarter of its bytes,
+  // rounded up to 64 KiB) where each keeps at least this many bytes: a message of one block
+  // overlaps nothing of its encode and decode with the wire. Every rank must use the same; a
+  // value of pipeline_block_bytes or more gives every operation blocks of that size.
+  size_t min_pipeline_block_bytes = size_t{4} << 20;
   // kAuto leaves messages smaller than this uncompressed.
   size_t min_compress_bytes = size_t{256} << 10;
   // How many pipeline blocks may be on their way to one peer at once (a plain run of a Send's

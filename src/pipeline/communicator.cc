@@ -11,6 +11,7 @@
 #include "pipeline/options_environment.h"
 #include "transport/communicator_access.h"
 #include "transport/socket.h"
+#include "transport/wire_bytes.h"
 
 namespace ucclzip {
 namespace {
@@ -26,8 +27,37 @@ std::string OptionsSummary(const pipeline::TransportLanes& lanes) {
                       !lanes.device_memory_direct() && o.forward_from_host ? ", forwarded from the host" : "",
                       ", transport lanes ",
                       o.transport_lanes, ", compression ", compression,
-                      ", pipeline blocks ", o.pipeline_block_bytes, " B, transport blocks ", *o.block_bytes,
+                      ", pipeline blocks ", o.min_pipeline_block_bytes, " to ", o.pipeline_block_bytes, " B, transport blocks ", *o.block_bytes,
                       " B, op timeout ", absl::FormatDuration(o.op_timeout));
+}
+
+// Both ends of every link cut an operation into blocks by these sizes and must cut alike: a rank
+// that differs fails here, naming both values, instead of at its first message.
+absl::Status CheckPipelineBlocksAgree(transport::Bootstrap& bootstrap, const CommunicatorOptions& options) {
+  const std::pair<const char*, uint64_t> mine[] = {{"pipeline_block_bytes", options.pipeline_block_bytes},
+                                                   {"min_pipeline_block_bytes", options.min_pipeline_block_bytes}};
+  transport::WireWriter record;
+  for (const auto& [name, value] : mine) record.U64(value);
+  absl::StatusOr<std::vector<std::string>> all = bootstrap.AllGather(record.bytes(), absl::Now() + options.op_timeout);
+  if (!all.ok()) {
+    return absl::Status(all.status().code(), absl::StrCat("rank ", bootstrap.rank(), ": exchanging the pipeline's block "
+                                                          "sizes: ", all.status().message()));
+  }
+  for (size_t r = 0; r < all->size(); ++r) {
+    transport::WireReader reader((*all)[r]);
+    for (const auto& [name, value] : mine) {
+      uint64_t theirs = 0;
+      if (!reader.U64(&theirs)) {
+        return absl::DataLossError(absl::StrCat("rank ", bootstrap.rank(), ": malformed block sizes from rank ", r));
+      }
+      if (theirs != value) {
+        return absl::InvalidArgumentError(absl::StrCat("rank ", bootstrap.rank(), ": ", name, " ", value,
+                                                       " differs from rank ", r, "'s ", theirs,
+                                                       "; every rank must use the same"));
+      }
+    }
+  }
+  return absl::OkStatus();
 }
 
 std::string StatsSummary(const CommunicatorStats& s) {
@@ -184,6 +214,7 @@ absl::StatusOr<std::unique_ptr<Communicator>> CommunicatorAccess::Create(const B
   absl::StatusOr<std::unique_ptr<transport::Bootstrap>> joined = transport::Bootstrap::Create(bootstrap);
   if (!joined.ok()) return joined.status();
   impl->bootstrap = std::move(*joined);
+  if (absl::Status s = CheckPipelineBlocksAgree(*impl->bootstrap, options); !s.ok()) return s;
   absl::StatusOr<std::unique_ptr<pipeline::TransportLanes>> created =
       pipeline::TransportLanes::Create(*impl->bootstrap, options);
   if (!created.ok()) return created.status();

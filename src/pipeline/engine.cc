@@ -65,8 +65,7 @@ Engine::Engine(TransportLanes& lanes, const CommunicatorOptions& options,
       cpu_codec_threads_(std::move(cpu_codec_threads)),
       host_jobs_(std::make_unique<HostCodecJobs>([this] { Wake(); })),
       policy_(options.min_compress_bytes),
-      send_window_(lanes.size(),
-                   uint64_t(std::max(options.device_slots, 1)) * std::max<uint64_t>(options.pipeline_block_bytes, 1)) {
+      send_window_(lanes.size(), std::max(options.device_slots, 1), std::max<uint64_t>(options.pipeline_block_bytes, 1)) {
   thread_ = std::thread([this] { Loop(); });
   pthread_setname_np(thread_.native_handle(), "ucclzip-engine");
 }
@@ -159,19 +158,20 @@ absl::StatusOr<OperationSpec> Engine::Prepare(Call call) {
   const bool needs_input = Uses(schedule, BufferRole::kInput), needs_output = Uses(schedule, BufferRole::kOutput);
   if ((needs_input && call.input == nullptr) || (needs_output && call.output == nullptr)) return invalid("null buffer");
   OperationSpec spec;
-  spec.block_elements = std::max<uint64_t>(options_.pipeline_block_bytes / ElementSize(call.dtype), 1);
+  spec.block_elements = PipelineBlockElements(schedule.count, ElementSize(call.dtype), options_.pipeline_block_bytes,
+                                              options_.min_pipeline_block_bytes);
   // Counted in 64 bits: a step's blocks must fit the tag's block numbers.
   auto too_many_blocks = [&](uint64_t count) { return count > 0 && (count - 1) / spec.block_elements >= kMaxBlocksPerMessage; };
   for (const SendStep& step : schedule.sends) {
     if (too_many_blocks(step.chunk.count)) {
       return invalid(step.chunk.count, " elements take more than ", kMaxBlocksPerMessage, " pipeline blocks of ",
-                     options_.pipeline_block_bytes, " bytes");
+                     spec.block_elements * ElementSize(call.dtype), " bytes");
     }
   }
   for (const RecvStep& step : schedule.recvs) {
     if (too_many_blocks(step.count)) {
       return invalid(step.count, " elements take more than ", kMaxBlocksPerMessage, " pipeline blocks of ",
-                     options_.pipeline_block_bytes, " bytes");
+                     spec.block_elements * ElementSize(call.dtype), " bytes");
     }
   }
   // Both buffers must live in the same kind of memory, on the same device.

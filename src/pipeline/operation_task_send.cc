@@ -91,7 +91,7 @@ bool OperationTask::AdvanceSends(TaskContext& context) {
       SendBlock& block = send_blocks_[link[next_send_[peer]]];
       if (!SourceReady(block)) break;
       const SendStep& step = spec_.schedule.sends[block.step];
-      const uint64_t bytes = BlockElements(step.chunk.count, block.index) * ElementSize(spec_.dtype);
+      const uint64_t bytes = WindowRoom(context, block);
       if (next_window_[peer] == next_send_[peer] && context.send_window->TryTake(step.peer, bytes)) {
         block.window_bytes = bytes;
         if (!StartSend(context, block)) {
@@ -188,10 +188,16 @@ bool OperationTask::StartAhead(TaskContext& context, SendBlock& block) {
   return StartSend(context, block);
 }
 
+uint64_t OperationTask::WindowRoom(const TaskContext& context, const SendBlock& block) const {
+  const uint64_t count = spec_.schedule.sends[block.step].chunk.count;
+  return context.send_window->RoomOf(BlockElements(count, block.index) * ElementSize(spec_.dtype),
+                                     BlockCount(count, spec_.block_elements) > 1);
+}
+
 bool OperationTask::TakeWindow(TaskContext& context, SendBlock& block) {
   // Only while the task is well: a block that failed (and with it the task) takes no window.
   const SendStep& step = spec_.schedule.sends[block.step];
-  const uint64_t bytes = BlockElements(step.chunk.count, block.index) * ElementSize(spec_.dtype);
+  const uint64_t bytes = WindowRoom(context, block);
   if (!context.send_window->TryTake(step.peer, bytes)) return false;
   block.window_bytes = bytes;
   block.envelope = EncodeEnvelope(BlockEnvelope(block, BlockKind::kFrame));

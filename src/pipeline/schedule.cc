@@ -20,6 +20,16 @@ uint32_t BlockCount(uint64_t count, uint64_t block_elements) {
   return static_cast<uint32_t>(std::max<uint64_t>((count + block_elements - 1) / block_elements, 1));
 }
 
+uint64_t PipelineBlockElements(uint64_t operation_count, size_t element_size, uint64_t block_bytes,
+                               uint64_t min_block_bytes) {
+  constexpr uint64_t kRounding = uint64_t{64} << 10;
+  const uint64_t most = std::max<uint64_t>(block_bytes / element_size, 1);
+  const uint64_t share = operation_count / kMinBlocksPerOperation + (operation_count % kMinBlocksPerOperation != 0);
+  if (share >= most) return most;  // (share * element_size cannot overflow below)
+  const uint64_t rounded = (share * element_size + kRounding - 1) / kRounding * kRounding;
+  return std::max<uint64_t>(std::min(block_bytes, std::max(min_block_bytes, rounded)) / element_size, 1);
+}
+
 namespace {
 
 // Orders the blocks of `steps` steps (step s: blocks(s) blocks, to or from peer_of(s)) onto

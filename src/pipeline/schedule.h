@@ -100,6 +100,19 @@ struct Schedule {
 // The pipeline blocks a chunk of `count` elements is cut into (at least one, for empty chunks).
 uint32_t BlockCount(uint64_t count, uint64_t block_elements);
 
+// How many blocks an operation's data is cut into at least, where that leaves each block at least
+// the smallest block size: with one block per message nothing overlaps the first block's encode
+// and the last one's decode, which are the whole codec time.
+inline constexpr uint64_t kMinBlocksPerOperation = 4;
+
+// Elements per pipeline block of an operation whose caller gave `operation_count` elements of
+// `element_size` bytes: a kMinBlocksPerOperation-th of its bytes (rounded up to 64 KiB), but
+// at least `min_block_bytes` and at most `block_bytes`, in whole elements. Every rank of the
+// operation knows its count, so both ends of every link cut alike; `min_block_bytes` at or
+// above `block_bytes` gives fixed blocks of `block_bytes`.
+uint64_t PipelineBlockElements(uint64_t operation_count, size_t element_size, uint64_t block_bytes,
+                               uint64_t min_block_bytes);
+
 // How many consecutive blocks of each step a link carries before the next step's: the most
 // blocks a ring has on its way per link. Receive pools hold more slots than this per peer (the
 // deadlock bound). A protocol constant: both ends of every link must order alike.

@@ -7,9 +7,15 @@
 // A plain run (plain_run.h) is one transfer however many blocks it carries, and takes the room
 // of its first block: so the next block or run may start beside it, as beside a block, and a
 // message of several runs or a group of large sends keeps the link busy between them.
-// Pipeline thread only.
+// A block of a message cut into several takes the room of a largest pipeline block, however
+// small its message's blocks were cut (schedule.h, PipelineBlockElements): `blocks` of them
+// stream at once, as with the largest blocks, and the blocks of a 16 MB message cut into four
+// go one after the other, each decoded while the next arrives, not all four side by side to
+// arrive together. A message's only block takes its bytes, so that many small messages go at
+// once. Pipeline thread only.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -17,7 +23,13 @@ namespace ucclzip::pipeline {
 
 class SendWindow {
  public:
-  SendWindow(int peers, uint64_t window_bytes) : in_flight_(peers, 0), window_bytes_(window_bytes) {}
+  SendWindow(int peers, int blocks, uint64_t largest_block_bytes)
+      : in_flight_(peers, 0), largest_block_bytes_(largest_block_bytes), window_bytes_(blocks * largest_block_bytes) {}
+
+  // The room a block of `bytes` takes: `one_of_several` blocks of its message.
+  uint64_t RoomOf(uint64_t bytes, bool one_of_several) const {
+    return one_of_several ? std::max(bytes, largest_block_bytes_) : bytes;
+  }
 
   // Takes room for a block of `bytes` to `peer`: always when nothing is in flight to it (so
   // that a block larger than the window still goes), else only within the window.
@@ -31,6 +43,7 @@ class SendWindow {
 
  private:
   std::vector<uint64_t> in_flight_;
+  const uint64_t largest_block_bytes_;
   const uint64_t window_bytes_;
 };
 

@@ -239,5 +239,40 @@ TEST(Schedules, SplitEvenlyCoversTheCountInOrder) {
   }
 }
 
+// An operation under four largest blocks is cut into four (whole 64 KiB, whole elements), none
+// below the smallest block size; from four largest blocks up, and wherever the smallest size is
+// not below the largest, every block is the largest.
+TEST(PipelineBlocks, SmallOperationsAreCutIntoFourBlocksOfAtLeastTheSmallestSize) {
+  constexpr uint64_t kMiB = 1 << 20, kLargest = 16 * kMiB, kSmallest = 4 * kMiB;
+  struct Case {
+    uint64_t count;
+    size_t width;
+    uint64_t block_bytes;
+  };
+  const Case cases[] = {
+      {0, 2, kSmallest},                         // an empty operation: one block of the smallest size
+      {1, 2, kSmallest},                         // below the smallest size: one block
+      {8 * kMiB, 2, 4 * kMiB},                   // 16 MB of bf16: four 4 MB blocks
+      {5 * kMiB, 4, 5 * kMiB},                   // 20 MB of fp32: four of 5 MB
+      {17 * kMiB / 2 + 1, 2, 4 * kMiB + (320 << 10)},  // a quarter of 17 MB and 2 bytes, up to whole 64 KiB
+      {3 * kMiB, 1, kSmallest},                  // 3 MB: one block
+      {6 * kMiB, 1, kSmallest},                  // 6 MB: a 4 MB block and a 2 MB one
+      {32 * kMiB, 2, kLargest},                  // 64 MB: four of the largest
+      {1ull << 40, 4, kLargest},                 // 4 TB: the largest, with no overflow on the way
+      {~0ull, 1, kLargest},
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(pipeline::PipelineBlockElements(c.count, c.width, kLargest, kSmallest), c.block_bytes / c.width)
+        << c.count << " elements of " << c.width << " bytes";
+  }
+  // Fixed blocks where the smallest size is not below the largest, as before it existed.
+  for (uint64_t count : std::initializer_list<uint64_t>{0, 1, 1000003, 8 * kMiB, 1ull << 33}) {
+    EXPECT_EQ(pipeline::PipelineBlockElements(count, 2, kLargest, kLargest), kLargest / 2);
+    EXPECT_EQ(pipeline::PipelineBlockElements(count, 2, 256 << 10, kSmallest), (256 << 10) / 2);
+  }
+  // A block smaller than one element is one element.
+  EXPECT_EQ(pipeline::PipelineBlockElements(100, 4, 1, 1), 1u);
+}
+
 }  // namespace
 }  // namespace ucclzip::collectives

@@ -24,7 +24,7 @@ constexpr const char* kVariables[] = {
     "UCCLZIP_BLOCK_BYTES",        "UCCLZIP_PIPELINE_BLOCK_BYTES", "UCCLZIP_MIN_COMPRESS_BYTES",
     "UCCLZIP_STAGING_POOL_BYTES", "UCCLZIP_DEVICE_SLOTS",        "UCCLZIP_WAIT_SPIN", "UCCLZIP_HOLD_STREAM",
     "UCCLZIP_CPU_CODEC_THREADS",  "UCCLZIP_TRANSPORT_LANES",     "UCCLZIP_STAGING_WAKEUPS", "UCCLZIP_LOG_LEVEL",
-    "UCCLZIP_FORWARD_FROM_HOST"};
+    "UCCLZIP_FORWARD_FROM_HOST",  "UCCLZIP_MIN_PIPELINE_BLOCK_BYTES"};
 
 // Starts every test with none of the variables set, whatever the test's own environment holds.
 class OptionsEnvironmentTest : public ::testing::Test {
@@ -53,6 +53,7 @@ TEST_F(OptionsEnvironmentTest, EveryVariableSetsItsDefault) {
   setenv("UCCLZIP_SHUTDOWN_TIMEOUT", "1500ms", 1);
   setenv("UCCLZIP_BLOCK_BYTES", "1M", 1);
   setenv("UCCLZIP_PIPELINE_BLOCK_BYTES", "8m", 1);
+  setenv("UCCLZIP_MIN_PIPELINE_BLOCK_BYTES", "512K", 1);
   setenv("UCCLZIP_MIN_COMPRESS_BYTES", "0", 1);
   setenv("UCCLZIP_STAGING_POOL_BYTES", "1G", 1);
   setenv("UCCLZIP_DEVICE_SLOTS", "3", 1);
@@ -70,6 +71,7 @@ TEST_F(OptionsEnvironmentTest, EveryVariableSetsItsDefault) {
   EXPECT_EQ(options->shutdown_timeout, absl::Milliseconds(1500));
   EXPECT_EQ(options->block_bytes, size_t{1} << 20);
   EXPECT_EQ(options->pipeline_block_bytes, size_t{8} << 20);
+  EXPECT_EQ(options->min_pipeline_block_bytes, size_t{512} << 10);
   EXPECT_EQ(options->min_compress_bytes, 0u);
   EXPECT_EQ(options->staging_pool_bytes, size_t{1} << 30);
   EXPECT_EQ(options->device_slots, 3);
@@ -102,6 +104,7 @@ TEST_F(OptionsEnvironmentTest, BadValuesAreNamed) {
       {"UCCLZIP_OP_TIMEOUT", "soon"},          {"UCCLZIP_SHUTDOWN_TIMEOUT", "-1s"},
       {"UCCLZIP_BLOCK_BYTES", "0"},            {"UCCLZIP_BLOCK_BYTES", "4 MB"},
       {"UCCLZIP_PIPELINE_BLOCK_BYTES", "-16M"}, {"UCCLZIP_STAGING_POOL_BYTES", "99999999999999999999G"},
+      {"UCCLZIP_MIN_PIPELINE_BLOCK_BYTES", "0"},
       {"UCCLZIP_DEVICE_SLOTS", "0"},           {"UCCLZIP_DEVICE_SLOTS", "two"},
       {"UCCLZIP_WAIT_SPIN", "-5us"},           {"UCCLZIP_HOLD_STREAM", "maybe"},           {"UCCLZIP_LOG_LEVEL", "loud"},
       {"UCCLZIP_CPU_CODEC_THREADS", "-1"},     {"UCCLZIP_CPU_CODEC_THREADS", "all"},

@@ -6,7 +6,7 @@ namespace ucclzip::pipeline {
 namespace {
 
 TEST(SendWindow, BoundsEachPeerSeparately) {
-  SendWindow window(3, 100);
+  SendWindow window(3, 2, 50);
   EXPECT_TRUE(window.TryTake(1, 60));
   EXPECT_TRUE(window.TryTake(1, 40));
   EXPECT_FALSE(window.TryTake(1, 1));  // full
@@ -17,12 +17,28 @@ TEST(SendWindow, BoundsEachPeerSeparately) {
 }
 
 TEST(SendWindow, ABlockLargerThanTheWindowGoesAlone) {
-  SendWindow window(2, 100);
+  SendWindow window(2, 1, 100);
   EXPECT_TRUE(window.TryTake(1, 500));
   EXPECT_FALSE(window.TryTake(1, 1));
   window.Release(1, 500);
   EXPECT_TRUE(window.TryTake(1, 1));
   EXPECT_FALSE(window.TryTake(1, 500));
+}
+
+// A block of a message cut into several takes a largest block's room whatever its size, so the
+// window holds as many of them as with the largest blocks; a message's only block its bytes.
+TEST(SendWindow, ABlockOfSeveralTakesALargestBlocksRoom) {
+  SendWindow window(2, 2, 16);
+  EXPECT_EQ(window.RoomOf(4, true), 16u);
+  EXPECT_EQ(window.RoomOf(20, true), 20u);
+  EXPECT_EQ(window.RoomOf(4, false), 4u);
+  EXPECT_TRUE(window.TryTake(1, window.RoomOf(4, true)));
+  EXPECT_TRUE(window.TryTake(1, window.RoomOf(4, true)));
+  EXPECT_FALSE(window.TryTake(1, window.RoomOf(4, true)));  // two of several, as two largest blocks
+  EXPECT_FALSE(window.TryTake(1, window.RoomOf(1, false)));
+  EXPECT_TRUE(window.TryTake(0, window.RoomOf(4, false)));
+  EXPECT_TRUE(window.TryTake(0, window.RoomOf(4, false)));
+  EXPECT_TRUE(window.TryTake(0, window.RoomOf(4, false)));  // small single blocks: many at once
 }
 
 }  // namespace

@@ -83,7 +83,8 @@ TEST(PipelineDevice, EveryTypeAndSizeUpTo1GBArrivesBitExact) {
       transport::TransportOptions options;
       options.ucx_transports = tls;
       options.op_timeout = absl::Seconds(120);
-      options.pipeline_block_bytes = size_t{16} << 20;  // the case above needs this size
+      options.pipeline_block_bytes = size_t{16} << 20;  // the case above needs this size, fixed
+      options.min_pipeline_block_bytes = options.pipeline_block_bytes;
       auto comm = CreateCommunicator(context, options);
       if (!comm.ok()) return comm.status();
       for (size_t i = 0; i < messages.size(); ++i) {
@@ -108,7 +109,8 @@ TEST(PipelineDevice, PlainBlocksGoAsOneRun) {
       if (absl::Status s = Cuda(cudaSetDevice(0), "cudaSetDevice"); !s.ok()) return s;
       transport::TransportOptions options;
       options.ucx_transports = WithCudaTransports(tls);
-      options.pipeline_block_bytes = size_t{16} << 20;
+      options.pipeline_block_bytes = size_t{16} << 20;  // fixed: the block counts above
+      options.min_pipeline_block_bytes = options.pipeline_block_bytes;
       auto comm = CreateCommunicator(context, options);
       if (!comm.ok()) return comm.status();
       for (size_t i = 0; i < messages.size(); ++i) {

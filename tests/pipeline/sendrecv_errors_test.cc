@@ -229,5 +229,18 @@ TEST(PipelineErrors, BadCpuCodecThreadsFailCreation) {
   }));
 }
 
+// Both ends of a link must cut operations into the same blocks: ranks whose block sizes differ
+// fail Create, each naming the option and both values, instead of their first message.
+TEST(PipelineErrors, RanksWhoseBlockSizesDifferFailCreation) {
+  ExpectRanksSucceeded(RunRanks({.world_size = 3}, [&](const RankContext& context) -> absl::Status {
+    transport::TransportOptions options = ShortTimeoutOptions();
+    if (context.rank == 2) options.min_pipeline_block_bytes = size_t{1} << 20;
+    const std::string theirs = context.rank == 2 ? "4194304" : "1048576";
+    return ExpectError(CreateCommunicator(context, options).status(), absl::StatusCode::kInvalidArgument,
+                       {absl::StrCat("rank ", context.rank, ": min_pipeline_block_bytes"), "differs from rank", theirs},
+                       "different smallest blocks");
+  }));
+}
+
 }  // namespace
 }  // namespace ucclzip::testing

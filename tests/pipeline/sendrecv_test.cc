@@ -167,6 +167,34 @@ TEST(PipelineSendRecv, HostCodecJobsBothWaysAtOnce) {
   }));
 }
 
+// A message of less than four largest blocks is cut into four where each keeps the smallest
+// block size (schedule.h, PipelineBlockElements), so that its first encode and last decode
+// overlap the wire; with the smallest size at the largest it goes as one block, as before.
+// Both ends cut alike, bit-exact, every block a frame.
+TEST(PipelineSendRecv, AMessageOfLessThanFourLargestBlocksIsCutIntoFour) {
+  const std::vector<Message> messages = {
+      {DataType::kBFloat16, 300'000, {DistKind::kGaussian, 0.02}},  // 600 KB: 3 of 192 KiB and the rest
+      {DataType::kFloat32, 262'144, {DistKind::kGaussian, 1.0}},   // 1 MiB: 4 of 256 KiB
+      {DataType::kFloat16, 40'000, {DistKind::kLaplace, 0.01}},    // 80 KB: 64 KiB (the smallest) and the rest
+  };
+  for (const uint64_t smallest : {uint64_t{64} << 10, uint64_t{1} << 20}) {
+    ExpectRanksSucceeded(RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
+      transport::TransportOptions options = PipelineOptions();
+      options.pipeline_block_bytes = size_t{1} << 20;
+      options.min_pipeline_block_bytes = smallest;
+      auto comm = CreateCommunicator(context, options);
+      if (!comm.ok()) return comm.status();
+      if (absl::Status s = Exchange(**comm, messages, 0, 1, false); !s.ok()) return s;
+      const uint64_t want = smallest < (uint64_t{1} << 20) ? 4 + 4 + 2 : 3;
+      if (context.rank == 0 && (*comm)->stats().blocks_compressed != want) {
+        return absl::InternalError(absl::StrCat((*comm)->stats().blocks_compressed, " frames sent, want ", want,
+                                                " with a smallest block of ", smallest, " bytes"));
+      }
+      return absl::OkStatus();
+    }));
+  }
+}
+
 // Whether kAuto compresses a tensor that does compress depends on the measured rates
 // (compression_policy_test.cc injects them); a tensor that does not is bypassed whatever the
 // rates: at most its first block is ever tried in 32.
