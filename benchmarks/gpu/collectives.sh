@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Collective targets on the GPU machine (issue 8): 4 processes on the one GPU, device memory
 # (staged through pinned memory unless UCX takes CUDA memory), over UCX tcp and shared memory,
-# bf16 Gaussian sigma 0.02, 256 MB send buffer per rank, compression off, on and auto taking
+# bf16 Gaussian sigma 0.02, 256 MB send buffer per rank (SIZE_MB), compression off, on and auto taking
 # turns in every run; broadcast also with 2 ranks (a send to one, for the 3-receiver target);
 # ucx_perftest tag_bw at 256 MB in the same run (for the ring's efficiency target).
 #   BUILD   build folder (default: build)     ITERS  timed iterations (default 5)
 #   RANKS   ranks (default 4)                 CASE_TIMEOUT  seconds per case (default 300)
 #   COLLECTIVES  operations to run (default: all four)
+#   SIZE_MB  MB per rank of every run, perftest and the links alone included (default 256)
 #   PERFTEST_PAIRS  how many ucx_perftest pairs run at once, each count a run (default: "1 RANKS-1 RANKS")
 # Beside them, each round times the ring's links alone (sendrecv --pattern shift, uncompressed)
 # and, where broadcast runs, the chain's (--pattern chain, off and on): what the links take on
@@ -18,7 +19,8 @@
 #           fwd (UCCLZIP_FORWARD_FROM_HOST), hold (UCCLZIP_HOLD_STREAM: the benchmark waits on each
 #           call's Operation, so it times the same with the caller's stream held or not), pool
 #           (UCCLZIP_STAGING_POOL_BYTES), tblock (UCCLZIP_BLOCK_BYTES, the transport's staging
-#           unit) (default: none)
+#           unit), minblock (UCCLZIP_MIN_PIPELINE_BLOCK_BYTES: 16M gives an operation under 64 MB
+#           one block per 16 MB again) (default: none)
 #   SWEEP_MODES  compression modes of those runs (default: off)
 #   SWEEP_OPS    operations of those runs (default: COLLECTIVES)
 #   LANES, WAKEUPS  values to compare, e.g. "1 2": short for SWEEP="lanes:1 lanes:2"
@@ -35,6 +37,7 @@ mkdir -p "$OUT"
 iters=${ITERS:-5}
 ranks=${RANKS:-4}
 limit=${CASE_TIMEOUT:-300}
+mb=${SIZE_MB:-256}
 declare -A transports=([tcp]=tcp [shm]=posix,sysv)
 summary="$OUT/collectives-summary.jsonl"
 : >"$summary"
@@ -44,7 +47,7 @@ source "$(dirname "$0")/perftest.bash"
 declare -A knob_variables=([lanes]=UCCLZIP_TRANSPORT_LANES [wakeups]=UCCLZIP_STAGING_WAKEUPS
   [slots]=UCCLZIP_DEVICE_SLOTS [pblock]=UCCLZIP_PIPELINE_BLOCK_BYTES [spin]=UCCLZIP_WAIT_SPIN
   [fwd]=UCCLZIP_FORWARD_FROM_HOST [hold]=UCCLZIP_HOLD_STREAM [pool]=UCCLZIP_STAGING_POOL_BYTES
-  [tblock]=UCCLZIP_BLOCK_BYTES)
+  [tblock]=UCCLZIP_BLOCK_BYTES [minblock]=UCCLZIP_MIN_PIPELINE_BLOCK_BYTES)
 sweep=${SWEEP:-}
 for lanes in ${LANES:-}; do sweep+=" lanes:$lanes"; done
 for wakeups in ${WAKEUPS:-}; do sweep+=" wakeups:$wakeups"; done
@@ -77,11 +80,11 @@ run_collectives() {
   local ops=${COLLECTIVES:-allreduce allgather reducescatter broadcast}
   [[ -n ${2:-} ]] && ops=${SWEEP_OPS:-$ops}
   for op in $ops; do
-    # 256 MB per rank: nccl-tests' size is the whole gathered buffer for allgather.
-    size=256M
-    [[ $op == allgather ]] && size=$((256 * ranks))M
+    # SIZE_MB per rank: nccl-tests' size is the whole gathered buffer for allgather.
+    size=${mb}M
+    [[ $op == allgather ]] && size=$((mb * ranks))M
     run "$op" "$ranks" "$size" "$1" "${2:-}" "${3:-}"
-    [[ $op == broadcast ]] && run broadcast 2 256M "$1" "${2:-}" "${3:-}"
+    [[ $op == broadcast ]] && run broadcast 2 "${mb}M" "$1" "${2:-}" "${3:-}"
   done
 }
 
@@ -94,19 +97,19 @@ for name in tcp shm; do
   # One pair, and as many pairs at once as the ring (ranks) and the chain (ranks - 1) have links:
   # the pairs share the host as the ring's links do.
   for pairs in ${PERFTEST_PAIRS:-1 $((ranks - 1)) $ranks}; do
-    perftest_pairs "$name" "${transports[$name]}" tag_bw 268435456 "${PERFTEST_ITERS:-40}" "$pairs" |
-      awk -v n="$name" -v p="$pairs" -v k="$round" '{s += $7; c++} END {if (c) printf "{\"tls_name\":\"%s\",\"round\":%d,\"bench\":\"ucx_perftest\",\"pairs\":%d,\"size\":268435456,\"busbw_GBps\":%.4f}\n", n, k, p, s / c * 1048576 / 1e9}' \
+    perftest_pairs "$name" "${transports[$name]}" tag_bw $((mb << 20)) "${PERFTEST_ITERS:-40}" "$pairs" |
+      awk -v n="$name" -v p="$pairs" -v k="$round" -v b=$((mb << 20)) '{s += $7; c++} END {if (c) printf "{\"tls_name\":\"%s\",\"round\":%d,\"bench\":\"ucx_perftest\",\"pairs\":%d,\"size\":%d,\"busbw_GBps\":%.4f}\n", n, k, p, b, s / c * 1048576 / 1e9}' \
         >>"$summary"
   done
   # The ring's links without its dependencies: every rank sends to rank+1 and receives from rank-1.
   timeout -k 10 "$limit" "$bench" sendrecv --ranks "$ranks" --memory device --tls "${transports[$name]}" --compress off \
-    --pattern shift --min_bytes 256M --max_bytes 256M --iters "$iters" --warmup 2 --latency_iters 0 --json \
+    --pattern shift --min_bytes "${mb}M" --max_bytes "${mb}M" --iters "$iters" --warmup 2 --latency_iters 0 --json \
     2>"$OUT/shift-$name-r$round.err" | sed "s/^{/{\"tls_name\":\"$name\",\"round\":$round,/" | grep '^{' >>"$summary"
   # The broadcast chain's links without its dependencies (nothing forwarded), off and on taking
   # turns: what its links alone take on this host, which the chain then adds its filling to.
   if [[ " ${COLLECTIVES:-broadcast} " == *" broadcast "* ]]; then
     timeout -k 10 "$limit" "$bench" sendrecv --ranks "$ranks" --memory device --tls "${transports[$name]}" --compress off,on \
-      --pattern chain --min_bytes 256M --max_bytes 256M --iters "$iters" --warmup 2 --latency_iters 0 \
+      --pattern chain --min_bytes "${mb}M" --max_bytes "${mb}M" --iters "$iters" --warmup 2 --latency_iters 0 \
       --dist gaussian:0.02 --json 2>"$OUT/chain-$name-r$round.err" |
       sed "s/^{/{\"tls_name\":\"$name\",\"round\":$round,/" | grep '^{' >>"$summary"
   fi
@@ -124,7 +127,7 @@ done
 python3 - "$summary" "$ranks" <<'PY'
 import collections, json, statistics, sys
 runs = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
-knobs = ("lanes", "wakeups", "slots", "pblock", "spin", "fwd", "hold", "pool", "tblock")  # SWEEP's reruns
+knobs = ("lanes", "wakeups", "slots", "pblock", "spin", "fwd", "hold", "pool", "tblock", "minblock")  # SWEEP's reruns
 # One row per case and mode: the median over the rounds (the sum of #wrong).
 def case_key(r):
     return tuple(sorted((k, str(v)) for k, v in r.items() if k in ("bench", "ranks", "tls_name", "compress", "pairs", "pattern") + knobs))

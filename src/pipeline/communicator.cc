@@ -27,8 +27,8 @@ std::string OptionsSummary(const pipeline::TransportLanes& lanes) {
                       !lanes.device_memory_direct() && o.forward_from_host ? ", forwarded from the host" : "",
                       ", transport lanes ",
                       o.transport_lanes, ", compression ", compression,
-                      ", pipeline blocks ", o.min_pipeline_block_bytes, " to ", o.pipeline_block_bytes, " B, transport blocks ", *o.block_bytes,
-                      " B, op timeout ", absl::FormatDuration(o.op_timeout));
+                      ", pipeline blocks ", o.min_pipeline_block_bytes, " to ", o.pipeline_block_bytes,
+                      " B, transport blocks ", *o.block_bytes, " B, op timeout ", absl::FormatDuration(o.op_timeout));
 }
 
 // Both ends of every link cut an operation into blocks by these sizes and must cut alike: a rank

@@ -232,9 +232,9 @@ class OperationTask {
   // Encodes a device frame ahead, before the send window has room for it (false: the block is
   // not a device frame, or no slot is free).
   bool StartAhead(TaskContext& context, SendBlock& block);
-  // A block started ahead takes the send window and posts its envelope (false: no room yet).
   // The room `block` takes in the send window (send_window.h).
   uint64_t WindowRoom(const TaskContext& context, const SendBlock& block) const;
+  // A block started ahead takes the send window and posts its envelope (false: no room yet).
   bool TakeWindow(TaskContext& context, SendBlock& block);
   void StartForward(TaskContext& context, SendBlock& block);
   void StartPlain(TaskContext& context, SendBlock& block, const uint8_t* source);
