@@ -128,6 +128,22 @@ TEST(Collectives, HostBlocksCodedOffThePipelineThread) {
   RunCases(3, cases, options);
 }
 
+// An operation under four largest blocks is cut into four blocks of at least the smallest size
+// (schedule.h), which need not line up with the ranks' chunks: here 192 KiB blocks over chunks of
+// about 200 KB, so most chunks end in a short block. Every operation, compressed and not.
+TEST(Collectives, OperationsUnderFourLargestBlocksAreCutIntoFour) {
+  transport::TransportOptions options = PipelineOptions();
+  options.pipeline_block_bytes = size_t{1} << 20;
+  options.min_pipeline_block_bytes = size_t{64} << 10;
+  std::vector<CollectiveCase> cases;
+  for (Collective kind : kEveryCollective) {
+    for (CompressionMode mode : {CompressionMode::kOn, CompressionMode::kOff}) {
+      cases.push_back({.kind = kind, .dtype = DataType::kBFloat16, .count = 3 * 100'003, .root = 1, .mode = mode});
+    }
+  }
+  RunCases(3, cases, options);
+}
+
 // Host memory through the transport's staging pipeline (as device memory goes where UCX does not
 // take it), so that CI covers the staged path's small, empty and adjacent messages too.
 TEST(Collectives, StagedTransportPath) {
