@@ -1,7 +1,9 @@
 // ucclzip-bench weightsync: an RL-style weight sync. Rank 0 sends every tensor of a model to
-// each of the other ranks, all of them in one group per receiver, in every mode of --compress
-// (modes taking turns, sync by sync); it reports each mode's median time, its speed against
-// the first mode and its bytes checked on every receiver.
+// each of the other ranks, all of them in one group per receiver (--fanout sends), or
+// broadcasts each tensor from rank 0, all of them in one group (--fanout broadcast: a pipelined
+// chain, in which rank 0's link carries the model once however many receivers), in every mode of
+// --compress (modes taking turns, sync by sync); it reports each mode's median time, its speed
+// against the first mode and its bytes checked on every receiver.
 //
 // The model is Llama-3-8B-shaped (bf16): embedding 128256x4096; per layer q 4096x4096,
 // k 1024x4096, v 1024x4096, o 4096x4096, gate 14336x4096, up 14336x4096, down 4096x14336,
@@ -26,6 +28,9 @@
 
 ABSL_FLAG(int, layers, 32, "transformer layers of the model");
 ABSL_FLAG(int, vocab, 128256, "vocabulary size (embedding and lm_head rows)");
+ABSL_FLAG(std::string, fanout, "sends",
+          "how rank 0 reaches the receivers: sends (one group of Sends per receiver) or broadcast (one group "
+          "of a Broadcast per tensor)");
 // --input (defined by the codec benchmark) names a folder of raw tensor files here.
 ABSL_DECLARE_FLAG(std::string, input);
 
@@ -83,13 +88,23 @@ absl::StatusOr<std::vector<uint8_t>> Contents(const TensorSpec& t, DataType dtyp
   return testing::GenerateTensor(dtype, t.count, *dist, t.count);
 }
 
-// One sync: rank 0 sends every tensor to every receiver; returns the slowest rank's seconds.
+// One sync: rank 0 sends every tensor to every receiver, or broadcasts each; returns the slowest
+// rank's seconds.
 absl::StatusOr<double> SyncOnce(Communicator& comm, std::vector<std::unique_ptr<TensorBuffer>>& buffers,
-                                const std::vector<TensorSpec>& model, DataType dtype, CompressionMode mode) {
+                                const std::vector<TensorSpec>& model, DataType dtype, CompressionMode mode,
+                                bool broadcast) {
   if (absl::Status s = Barrier(comm); !s.ok()) return s;
   const absl::Time start = absl::Now();
   std::vector<Operation> groups;
-  for (int receiver = 1; receiver < comm.size(); ++receiver) {
+  if (broadcast) {
+    comm.GroupStart();
+    for (size_t i = 0; i < model.size(); ++i) {
+      comm.Broadcast(buffers[i]->data(), buffers[i]->data(), model[i].count, dtype, 0, nullptr,
+                     CollectiveOptions{.compression = mode});
+    }
+    groups.push_back(comm.GroupEnd());
+  }
+  for (int receiver = 1; !broadcast && receiver < comm.size(); ++receiver) {
     if (comm.rank() != 0 && comm.rank() != receiver) continue;
     comm.GroupStart();
     for (size_t i = 0; i < model.size(); ++i) {
@@ -117,6 +132,9 @@ absl::Status RunRank() {
   const bool device = *use_device;
   absl::StatusOr<DataType> dtype = ParseDataType(absl::GetFlag(FLAGS_dtype));
   if (!dtype.ok()) return dtype.status();
+  const std::string fanout = absl::GetFlag(FLAGS_fanout);
+  if (fanout != "sends" && fanout != "broadcast") return absl::InvalidArgumentError("--fanout must be sends or broadcast");
+  const bool broadcast = fanout == "broadcast";
   // One mode alone is measured against uncompressed syncs, as it always was.
   absl::StatusOr<std::vector<CompressionMode>> listed = ParseCompressionList(CompressFlag("on"));
   if (!listed.ok()) return listed.status();
@@ -161,7 +179,7 @@ absl::Status RunRank() {
     for (size_t turn = 0; turn < modes.size(); ++turn) {
       const CompressionMode m = modes[ModeOfTurn(i, turn, modes.size())];
       const CommunicatorStats before = comm.stats();
-      absl::StatusOr<double> seconds = SyncOnce(comm, buffers, *model, *dtype, m);
+      absl::StatusOr<double> seconds = SyncOnce(comm, buffers, *model, *dtype, m, broadcast);
       if (!seconds.ok()) return seconds.status();
       const CommunicatorStats after = comm.stats();
       payload[m] += after.payload_bytes_sent - before.payload_bytes_sent;
@@ -177,7 +195,7 @@ absl::Status RunRank() {
         if (absl::Status s = buffer->Clear(); !s.ok()) return s;
       }
     }
-    if (absl::StatusOr<double> seconds = SyncOnce(comm, buffers, *model, *dtype, m); !seconds.ok()) {
+    if (absl::StatusOr<double> seconds = SyncOnce(comm, buffers, *model, *dtype, m, broadcast); !seconds.ok()) {
       return seconds.status();
     }
     uint64_t mine = 0;
@@ -194,8 +212,10 @@ absl::Status RunRank() {
   if (comm.rank() != 0) return absl::OkStatus();
   const char* tls = comm.options().ucx_transports.empty() ? "default" : comm.options().ucx_transports.c_str();
   if (!absl::GetFlag(FLAGS_json)) {
-    std::printf("# ucclzip-bench weightsync: %zu tensors, %.3f GB %s, 1 sender -> %d receivers, %s memory, UCX_TLS=%s\n",
-                model->size(), total_bytes / 1e9, DataTypeName(*dtype), comm.size() - 1, device ? "device" : "host", tls);
+    std::printf("# ucclzip-bench weightsync: %zu tensors, %.3f GB %s, 1 sender -> %d receivers by %s, %s memory, "
+                "UCX_TLS=%s\n",
+                model->size(), total_bytes / 1e9, DataTypeName(*dtype), comm.size() - 1, fanout.c_str(),
+                device ? "device" : "host", tls);
     std::printf("# %8s %10s %10s %8s %8s\n", "compress", "time (s)", "vs first", "ratio", "#wrong");
   }
   const double first = Median(times[modes[0]]);
@@ -203,10 +223,10 @@ absl::Status RunRank() {
     const double median = Median(times[m]);
     const double ratio = wire[m] > 0 ? payload[m] / wire[m] : 1;
     if (absl::GetFlag(FLAGS_json)) {
-      std::printf("{\"bench\":\"weightsync\",\"tensors\":%zu,\"bytes\":%llu,\"receivers\":%d,\"memory\":\"%s\","
-                  "\"tls\":\"%s\",\"compress\":\"%s\",\"time_s\":%.4f,\"vs_first\":%.4f,\"first\":\"%s\","
-                  "\"ratio\":%.4f,\"wrong\":%llu}\n",
-                  model->size(), static_cast<unsigned long long>(total_bytes), comm.size() - 1,
+      std::printf("{\"bench\":\"weightsync\",\"tensors\":%zu,\"bytes\":%llu,\"receivers\":%d,\"fanout\":\"%s\","
+                  "\"memory\":\"%s\",\"tls\":\"%s\",\"compress\":\"%s\",\"time_s\":%.4f,\"vs_first\":%.4f,"
+                  "\"first\":\"%s\",\"ratio\":%.4f,\"wrong\":%llu}\n",
+                  model->size(), static_cast<unsigned long long>(total_bytes), comm.size() - 1, fanout.c_str(),
                   device ? "device" : "host", tls, CompressionName(m), median, first / median,
                   CompressionName(modes[0]), ratio, static_cast<unsigned long long>(wrong[m]));
     } else {
@@ -225,7 +245,7 @@ int WeightSyncMain(const std::vector<std::string>&) {
 
 const RegisterSubcommand kRegister("weightsync", "one sender to N receivers: a Llama-3-8B-shaped model, compressed vs not",
                                    SharedFlags({FlagGroup::kCommunicator},
-                                               {"layers", "vocab", "input", "dtype", "iters", "warmup", "json"}),
+                                               {"layers", "vocab", "fanout", "input", "dtype", "iters", "warmup", "json"}),
                                    WeightSyncMain);
 
 }  // namespace
