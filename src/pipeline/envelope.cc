@@ -9,7 +9,8 @@ namespace {
 
 constexpr uint32_t kMagic = 0x45505a55;  // "UZPE" little-endian
 // 3: the plain run fields (bytes 72..79). 4: a run's first block alone sends an envelope.
-constexpr uint8_t kVersion = 4;
+// 5: a frame's lane length (byte 69).
+constexpr uint8_t kVersion = 5;
 
 void Put(uint8_t* at, uint64_t value, int bytes) {
   for (int i = 0; i < bytes; ++i) at[i] = static_cast<uint8_t>(value >> (8 * i));
@@ -39,6 +40,7 @@ std::array<uint8_t, kEnvelopeBytes> EncodeEnvelope(const Envelope& e) {
   Put(&bytes[56], e.operation_count, 8);
   Put(&bytes[64], static_cast<uint32_t>(e.root), 4);
   bytes[68] = static_cast<uint8_t>(e.op);
+  bytes[69] = e.lane_symbols_log2;
   Put(&bytes[72], e.run_first, 4);
   Put(&bytes[76], e.run_blocks, 4);
   return bytes;
@@ -70,12 +72,18 @@ absl::StatusOr<Envelope> DecodeEnvelope(const uint8_t* bytes) {
   e.op = static_cast<ReduceOp>(bytes[68]);
   e.run_first = static_cast<uint32_t>(Get(&bytes[72], 4));
   e.run_blocks = static_cast<uint32_t>(Get(&bytes[76], 4));
+  e.lane_symbols_log2 = bytes[69];
   if (e.run_blocks == 0 || e.run_first > e.block_index ||
       uint64_t{e.block_index} >= uint64_t{e.run_first} + e.run_blocks ||
       (e.kind == BlockKind::kFrame && e.run_blocks != 1)) {
     return absl::DataLossError(absl::StrCat("bad block envelope (block ", e.block_index, " in a ",
                                             e.kind == BlockKind::kFrame ? "frame" : "plain", " run of ", e.run_blocks,
                                             " blocks from block ", e.run_first, ")"));
+  }
+  // The receiver plans a frame by its lane length (PlanFrame checks it is one the codec takes).
+  if ((e.kind == BlockKind::kFrame) != (e.lane_symbols_log2 != 0) || e.lane_symbols_log2 >= 32) {
+    return absl::DataLossError(absl::StrCat("bad block envelope (", e.kind == BlockKind::kFrame ? "frame" : "plain block",
+                                            " with lanes of 2^", e.lane_symbols_log2, " symbols)"));
   }
   return e;
 }

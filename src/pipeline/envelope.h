@@ -4,7 +4,7 @@
 //
 //   offset size field
 //        0    4 magic "UZPE"
-//        4    1 version (4)
+//        4    1 version (5)
 //        5    1 kind: 0 plain bytes, 1 frame
 //        6    1 dtype (DataType)
 //        7    1 operation kind (schedule.h's OperationKind)
@@ -18,7 +18,8 @@
 //       56    8 the operation's count as its caller gave it
 //       64    4 root (broadcast, reduce), else 0xFFFFFFFF
 //       68    1 reduction operator
-//       69    3 zero
+//       69    1 frame: log2 of its lanes' symbols (its layout depends on them), else 0
+//       70    2 zero
 //       72    4 run_first: the block whose raw part (stream 1) carries this block's bytes
 //       76    4 run_blocks: how many consecutive blocks, from run_first, that part carries
 // Little-endian. Bytes 7 and 56..68 describe the whole operation, so that ranks that called
@@ -65,6 +66,9 @@ struct Envelope {
   ReduceOp op = ReduceOp::kSum;
   uint32_t run_first = 0;   // = block_index unless the block is carried by an earlier one
   uint32_t run_blocks = 1;
+  // A frame's lane length, log2 (a frame the CPU codes takes longer lanes than the GPU's
+  // default: operation_task_send.cc); 0 for plain bytes.
+  uint8_t lane_symbols_log2 = 0;
 };
 
 // Whether `envelope` carries the bytes of blocks other than its own: the first block of a plain

@@ -157,14 +157,16 @@ bool OperationTask::OnEnvelope(TaskContext& context, RecvBlock& block) {
     return true;
   }
   if (envelope->kind == BlockKind::kFrame) {
-    absl::StatusOr<FramePlan> plan = PlanFrame(spec_.dtype, elements);
+    const uint32_t lane_symbols = 1u << envelope->lane_symbols_log2;
+    absl::StatusOr<FramePlan> plan = PlanFrame(spec_.dtype, elements, CodecOptions{.lane_symbols = lane_symbols});
     if (!plan.ok() || !plan->split || plan->raw_offset != envelope->raw_offset || plan->raw_bytes != envelope->raw_bytes ||
         plan->coded_offset != envelope->coded_offset) {
       FailBlock("recv", block.step, block.index,
                 absl::DataLossError(absl::StrCat("block ", block.index, ": the envelope's frame layout (raw ",
                                                  envelope->raw_offset, "+", envelope->raw_bytes, ", coded at ",
-                                                 envelope->coded_offset, ") is not the one of ", elements,
-                                                 " elements of ", DataTypeName(spec_.dtype))));
+                                                 envelope->coded_offset, ", lanes of ", lane_symbols,
+                                                 " symbols) is not the one of ", elements, " elements of ",
+                                                 DataTypeName(spec_.dtype))));
       return true;
     }
     block.plan = *plan;

@@ -8,6 +8,7 @@ namespace {
 TEST(Envelope, RoundTripsEveryField) {
   Envelope in{BlockKind::kFrame, DataType::kFloat16, 3, 9, 123456789012ull, 4096, 640, 4096, 4736};
   in.run_first = 3;
+  in.lane_symbols_log2 = 10;
   auto bytes = EncodeEnvelope(in);
   absl::StatusOr<Envelope> out = DecodeEnvelope(bytes.data());
   ASSERT_TRUE(out.ok()) << out.status();
@@ -22,6 +23,7 @@ TEST(Envelope, RoundTripsEveryField) {
   EXPECT_EQ(out->coded_offset, 4736u);
   EXPECT_EQ(out->run_first, 3u);
   EXPECT_EQ(out->run_blocks, 1u);
+  EXPECT_EQ(out->lane_symbols_log2, 10);
 }
 
 TEST(Envelope, RoundTripsAPlainRun) {
@@ -48,6 +50,7 @@ TEST(Envelope, RejectsABlockOutsideItsRunAndFramesInRuns) {
     Envelope e{.kind = kind, .block_index = index, .block_count = 100};
     e.run_first = run_first;
     e.run_blocks = run_blocks;
+    if (kind == BlockKind::kFrame) e.lane_symbols_log2 = 6;
     return DecodeEnvelope(EncodeEnvelope(e).data()).status();
   };
   EXPECT_TRUE(decode(4, 2, 3).ok());
@@ -62,6 +65,20 @@ TEST(Envelope, RejectsABlockOutsideItsRunAndFramesInRuns) {
   absl::Status frame_run = decode(4, 4, 2, BlockKind::kFrame);
   EXPECT_EQ(frame_run.code(), absl::StatusCode::kDataLoss);
   EXPECT_NE(frame_run.message().find("frame run of 2 blocks"), std::string::npos) << frame_run;
+}
+
+// A frame names its lane length, which the receiver plans its layout by; plain bytes have none.
+TEST(Envelope, AFrameNamesItsLanesAndPlainBytesNone) {
+  auto decode = [](BlockKind kind, uint8_t lanes_log2) {
+    return DecodeEnvelope(EncodeEnvelope(Envelope{.kind = kind, .lane_symbols_log2 = lanes_log2}).data()).status();
+  };
+  EXPECT_TRUE(decode(BlockKind::kFrame, 5).ok());
+  EXPECT_TRUE(decode(BlockKind::kPlain, 0).ok());
+  EXPECT_EQ(decode(BlockKind::kFrame, 0).code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(decode(BlockKind::kFrame, 32).code(), absl::StatusCode::kDataLoss);  // no 1 << 32
+  absl::Status plain = decode(BlockKind::kPlain, 8);
+  EXPECT_EQ(plain.code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(plain.message().find("plain block with lanes of 2^8 symbols"), std::string::npos) << plain;
 }
 
 TEST(Envelope, RoundTripsTheOperation) {

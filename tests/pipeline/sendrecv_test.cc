@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
+#include "pipeline/envelope.h"
 #include "pipeline_test_util.h"
+#include "ucclzip/codec.h"
 
 namespace ucclzip::testing {
 namespace {
@@ -193,6 +195,36 @@ TEST(PipelineSendRecv, AMessageOfLessThanFourLargestBlocksIsCutIntoFour) {
       return absl::OkStatus();
     }));
   }
+}
+
+// A frame the CPU codes takes 1024-symbol lanes whatever its size (the GPU's default lanes are
+// shorter on small frames): what the sender puts on the wire is the envelope and exactly the
+// frame CompressHost writes with those lanes, and the receiver plans the frame by the lanes its
+// envelope names. Bit-exact.
+TEST(PipelineSendRecv, HostFramesTakeLongLanes) {
+  const Message m{DataType::kBFloat16, 500'000, {DistKind::kGaussian, 0.02}};  // 1 MB, one block
+  const std::vector<uint8_t> payload = Payload(m, 0);
+  std::vector<uint8_t> frame(MaxFrameBytes(m.dtype, m.count));
+  absl::StatusOr<uint64_t> want = CompressHost(payload.data(), m.count, m.dtype, frame.data(), frame.size(),
+                                               CodecOptions{.lane_symbols = 1024});
+  ASSERT_TRUE(want.ok()) << want.status();
+  absl::StatusOr<uint64_t> default_lanes = CompressHost(payload.data(), m.count, m.dtype, frame.data(), frame.size());
+  ASSERT_TRUE(default_lanes.ok()) << default_lanes.status();
+  ASSERT_LT(*want, *default_lanes);  // what the test tells apart
+  ExpectRanksSucceeded(RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
+    transport::TransportOptions options = PipelineOptions();
+    options.pipeline_block_bytes = size_t{1} << 20;
+    options.min_pipeline_block_bytes = options.pipeline_block_bytes;
+    auto comm = CreateCommunicator(context, options);
+    if (!comm.ok()) return comm.status();
+    if (absl::Status s = Exchange(**comm, {m}, 0, 1, false); !s.ok()) return s;
+    const uint64_t sent = (*comm)->stats().wire_bytes_sent;
+    if (context.rank == 0 && sent != *want + pipeline::kEnvelopeBytes) {
+      return absl::InternalError(absl::StrCat(sent, " bytes sent, want a ", *want, "-byte frame (1024-symbol lanes; ",
+                                              *default_lanes, " with the default ones) and its envelope"));
+    }
+    return absl::OkStatus();
+  }));
 }
 
 // Whether kAuto compresses a tensor that does compress depends on the measured rates
