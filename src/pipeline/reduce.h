@@ -17,9 +17,14 @@ struct Combiner {
   uint32_t divisor = 1;          // applied after combining (avg's last hop)
 };
 
+// Which build of the CPU loop runs: the best the CPU has (AVX2 where it has it), or the
+// baseline's (SSE2), which must give the same bits (the tests hold them to it).
+enum class HostLoop { kBest, kBaseline };
+
 // out[i] = received[i] op local[i] (then / divisor), for `count` elements. `out` may alias
 // either input exactly; any alignment.
-void ReduceHost(const Combiner& combiner, const void* received, const void* local, void* out, uint64_t count);
+void ReduceHost(const Combiner& combiner, const void* received, const void* local, void* out, uint64_t count,
+                HostLoop loop = HostLoop::kBest);
 
 // The same on `stream`; all three pointers in device memory. Never synchronises.
 absl::Status ReduceDevice(const Combiner& combiner, const void* received, const void* local, void* out, uint64_t count,

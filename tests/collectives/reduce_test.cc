@@ -141,6 +141,27 @@ TEST(Reduce, NarrowTypesRoundOnceToNearestEvenLikeTheGenerator) {
   }
 }
 
+// The CPU loop built for AVX2 (where the CPU has it) gives the baseline build's bits: every type
+// and operator, special values and ordinary ones, a count that leaves a vector's remainder.
+TEST(Reduce, TheAvx2LoopGivesTheBaselinesBits) {
+  if (!__builtin_cpu_supports("avx2")) GTEST_SKIP() << "this CPU has no AVX2: only the baseline loop runs here";
+  const uint64_t count = 10'007;
+  for (uint8_t v = 0; IsValidDataType(v); ++v) {
+    const auto dtype = static_cast<DataType>(v);
+    for (auto dist : {testing::Distribution{DistKind::kSpecialValues, 1}, testing::Distribution{DistKind::kGaussian, 300},
+                      testing::Distribution{DistKind::kRandomBytes, 1}}) {
+      const std::vector<uint8_t> a = GenerateTensor(dtype, count, dist, 5), b = GenerateTensor(dtype, count, dist, 6);
+      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kAvg}) {
+        const Combiner combiner{dtype, op, op == ReduceOp::kAvg ? 3u : 1u};
+        std::vector<uint8_t> best(a.size()), baseline(a.size());
+        ReduceHost(combiner, a.data(), b.data(), best.data(), count, HostLoop::kBest);
+        ReduceHost(combiner, a.data(), b.data(), baseline.data(), count, HostLoop::kBaseline);
+        ASSERT_EQ(best, baseline) << DataTypeName(dtype) << " " << ReduceOpName(op) << " " << dist.Name();
+      }
+    }
+  }
+}
+
 TEST(Reduce, CanonicalNaNSaturationWrappingAndTruncation) {
   auto one = [](DataType dtype, ReduceOp op, uint64_t a, uint64_t b, uint32_t divisor = 1) {
     uint64_t out = 0;
