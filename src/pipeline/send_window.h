@@ -26,7 +26,7 @@ class SendWindow {
   SendWindow(int peers, int blocks, uint64_t largest_block_bytes)
       : in_flight_(peers, 0), largest_block_bytes_(largest_block_bytes), window_bytes_(blocks * largest_block_bytes) {}
 
-  // The room a block of `bytes` takes: `one_of_several` blocks of its message.
+  // The room a block of `bytes` takes; `one_of_several`: its message is cut into more than one.
   uint64_t RoomOf(uint64_t bytes, bool one_of_several) const {
     return one_of_several ? std::max(bytes, largest_block_bytes_) : bytes;
   }
