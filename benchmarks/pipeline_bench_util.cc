@@ -36,6 +36,7 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateCommunicator(const Bootstrap
   options.ucx_transports = absl::GetFlag(FLAGS_tls);
   options.pipeline_block_bytes = absl::GetFlag(FLAGS_pipeline_block).bytes;
   options.min_pipeline_block_bytes = absl::GetFlag(FLAGS_min_pipeline_block).bytes;
+  options.recursive_doubling_bytes = absl::GetFlag(FLAGS_recursive_doubling).bytes;
   options.cpu_codec_threads = absl::GetFlag(FLAGS_cpu_codec_threads);
   return Communicator::Create(CommunicatorConfig{.bootstrap = bootstrap, .options = options});
 }

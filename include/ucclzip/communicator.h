@@ -118,6 +118,13 @@ struct CommunicatorOptions {
   // overlaps nothing of its encode and decode with the wire. Every rank must use the same; a
   // value of pipeline_block_bytes or more gives every operation blocks of that size.
   size_t min_pipeline_block_bytes = size_t{4} << 20;
+  // An allreduce of at most this many bytes runs by recursive doubling: log2(n) exchanges of the
+  // whole vector between pairs of ranks (two more where n is not a power of two), where the
+  // ring takes 2(n-1) hops of an n-th of it each; small allreduces are bound by their hops. The
+  // two sum in different orders, so a count on either side of this size gives bits of its own
+  // algorithm, each fixed (docs/COLLECTIVES.md). Every rank must use the same; 0 runs every
+  // allreduce as a ring.
+  size_t recursive_doubling_bytes = size_t{256} << 10;
   // kAuto leaves messages smaller than this uncompressed.
   size_t min_compress_bytes = size_t{256} << 10;
   // How many pipeline blocks may be on their way to one peer at once (a plain run of a Send's

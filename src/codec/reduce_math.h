@@ -7,8 +7,9 @@
 // fp32 and rounded once, to nearest even (fp8 e4m3 saturates at +-448, as it has no infinity;
 // the others overflow to infinity). fp32 and fp64 combine in their own type. Any NaN result is
 // the type's canonical quiet NaN (sign clear), because CPUs and GPUs propagate NaN payloads
-// differently. min and max return NaN if either operand is NaN. Integers wrap on overflow;
-// avg divides the wrapped sum, truncating towards zero.
+// differently. min and max return NaN if either operand is NaN, and order -0 below +0, so that
+// every operator gives the same bits with its operands swapped. Integers wrap on overflow; avg
+// divides the wrapped sum, truncating towards zero.
 #pragma once
 
 #include <cstdint>
@@ -91,14 +92,27 @@ UZ_HD uint16_t FloatToBf16(float value) {
   return static_cast<uint16_t>(bits >> 16);
 }
 
-// Combines two values of a floating-point type held as T (float or double).
+// Whether a float or double has its sign bit set (-0 included).
+template <typename T>
+UZ_HD bool SignBit(T value) {
+  if constexpr (sizeof(T) == 8) {
+    return (BitCast<uint64_t>(value) >> 63) != 0;
+  } else {
+    return (FloatToBits(value) >> 31) != 0;
+  }
+}
+
+// Combines two values of a floating-point type held as T (float or double). Every operator
+// gives the same bits with its operands swapped: min takes -0 below +0 and max +0 above -0 (as
+// IEEE 754-2019's minimum and maximum do), so that two ranks that combine the same pair from
+// opposite ends agree (recursive doubling, docs/COLLECTIVES.md).
 template <typename T>
 UZ_HD T Combine(ReduceOp op, T a, T b) {
   if (a != a || b != b) return a + b;  // NaN; canonicalised by the caller
   switch (op) {
     case ReduceOp::kProd: return a * b;
-    case ReduceOp::kMin: return b < a ? b : a;
-    case ReduceOp::kMax: return b > a ? b : a;
+    case ReduceOp::kMin: return (b < a || (b == a && SignBit(b))) ? b : a;
+    case ReduceOp::kMax: return (b > a || (b == a && !SignBit(b))) ? b : a;
     default: return a + b;  // kSum, kAvg
   }
 }

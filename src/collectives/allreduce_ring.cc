@@ -3,11 +3,9 @@
 // encodes its reduced chunk once, as soon as each block of it is combined, and the other
 // ranks forward those frames untouched (allgather_ring.cc). Every rank decodes every other
 // chunk once, so all ranks end with the same bits.
-#include "collectives/collective_args.h"
 #include "collectives/schedules.h"
 
-namespace ucclzip {
-namespace collectives {
+namespace ucclzip::collectives {
 
 Schedule RingAllReduce(int rank, int size, uint64_t count, ReduceOp op, bool in_place) {
   Schedule schedule{.kind = pipeline::OperationKind::kAllReduce, .op = op, .count = count, .name = "allreduce"};
@@ -35,24 +33,4 @@ Schedule RingAllReduce(int rank, int size, uint64_t count, ReduceOp op, bool in_
   return schedule;
 }
 
-}  // namespace collectives
-
-Operation Communicator::AllReduce(const void* sendbuff, void* recvbuff, size_t count, DataType dtype, ReduceOp op,
-                                  cudaStream_t stream, const CollectiveOptions& options) {
-  const collectives::CollectiveArgs args{
-      .name = collectives::OperationName(rank(), pipeline::OperationKind::kAllReduce, count, dtype, op, -1),
-      .sendbuff = sendbuff,
-      .recvbuff = recvbuff,
-      .count = count,
-      .send_elements = count,
-      .recv_elements = count,
-      .dtype = dtype,
-      .reduces = true,
-      .op = op,
-      .world_size = size()};
-  if (absl::Status s = collectives::CheckArgs(args); !s.ok()) return Failed(s);
-  return Submit(collectives::MakeCall(collectives::RingAllReduce(rank(), size(), count, op, collectives::InPlace(args)),
-                                      args, stream, options));
-}
-
-}  // namespace ucclzip
+}  // namespace ucclzip::collectives

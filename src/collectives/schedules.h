@@ -33,6 +33,15 @@ pipeline::Schedule RingReduceScatter(int rank, int size, uint64_t recvcount, Red
 // allgather of the reduced chunks, which forwards their frames without re-coding.
 pipeline::Schedule RingAllReduce(int rank, int size, uint64_t count, ReduceOp op, bool in_place);
 
+// Recursive-doubling allreduce: log2(p) exchanges of the whole vector between pairs of ranks (p
+// the largest power of two <= size), with a fold before and an unfold after where size is not a
+// power of two; the result is a fixed tree over the inputs (docs/COLLECTIVES.md).
+pipeline::Schedule RecursiveDoublingAllReduce(int rank, int size, uint64_t count, ReduceOp op, bool in_place);
+
+// Whether an allreduce of `bytes` runs by recursive doubling rather than the ring
+// (CommunicatorOptions::recursive_doubling_bytes; 0 never does).
+bool AllReduceByRecursiveDoubling(uint64_t bytes, size_t recursive_doubling_bytes);
+
 // Chain broadcast: root -> root+1 -> ... -> root-1, pipelined by blocks; the root encodes once
 // and every other rank forwards the frames while it decodes its own copy. The chain's last
 // rank acknowledges to the root with an empty message.

@@ -28,27 +28,30 @@ std::string OptionsSummary(const pipeline::TransportLanes& lanes) {
                       ", transport lanes ",
                       o.transport_lanes, ", compression ", compression,
                       ", pipeline blocks ", o.min_pipeline_block_bytes, " to ", o.pipeline_block_bytes,
+                      " B, allreduce by recursive doubling up to ", o.recursive_doubling_bytes,
                       " B, transport blocks ", *o.block_bytes, " B, op timeout ", absl::FormatDuration(o.op_timeout));
 }
 
-// Both ends of every link cut an operation into blocks by these sizes and must cut alike: a rank
-// that differs fails here, naming both values, instead of at its first message.
-absl::Status CheckPipelineBlocksAgree(transport::Bootstrap& bootstrap, const CommunicatorOptions& options) {
+// Both ends of every link cut an operation into blocks by these sizes, and every rank of an
+// allreduce picks its algorithm by the last, so they must agree: a rank that differs fails here,
+// naming both values, instead of at its first message.
+absl::Status CheckSharedOptionsAgree(transport::Bootstrap& bootstrap, const CommunicatorOptions& options) {
   const std::pair<const char*, uint64_t> mine[] = {{"pipeline_block_bytes", options.pipeline_block_bytes},
-                                                   {"min_pipeline_block_bytes", options.min_pipeline_block_bytes}};
+                                                   {"min_pipeline_block_bytes", options.min_pipeline_block_bytes},
+                                                   {"recursive_doubling_bytes", options.recursive_doubling_bytes}};
   transport::WireWriter record;
   for (const auto& [name, value] : mine) record.U64(value);
   absl::StatusOr<std::vector<std::string>> all = bootstrap.AllGather(record.bytes(), absl::Now() + options.op_timeout);
   if (!all.ok()) {
-    return absl::Status(all.status().code(), absl::StrCat("rank ", bootstrap.rank(), ": exchanging the pipeline's block "
-                                                          "sizes: ", all.status().message()));
+    return absl::Status(all.status().code(), absl::StrCat("rank ", bootstrap.rank(), ": exchanging the options every rank "
+                                                          "must share: ", all.status().message()));
   }
   for (size_t r = 0; r < all->size(); ++r) {
     transport::WireReader reader((*all)[r]);
     for (const auto& [name, value] : mine) {
       uint64_t theirs = 0;
       if (!reader.U64(&theirs)) {
-        return absl::DataLossError(absl::StrCat("rank ", bootstrap.rank(), ": malformed block sizes from rank ", r));
+        return absl::DataLossError(absl::StrCat("rank ", bootstrap.rank(), ": malformed shared options from rank ", r));
       }
       if (theirs != value) {
         return absl::InvalidArgumentError(absl::StrCat("rank ", bootstrap.rank(), ": ", name, " ", value,
@@ -214,7 +217,7 @@ absl::StatusOr<std::unique_ptr<Communicator>> CommunicatorAccess::Create(const B
   absl::StatusOr<std::unique_ptr<transport::Bootstrap>> joined = transport::Bootstrap::Create(bootstrap);
   if (!joined.ok()) return joined.status();
   impl->bootstrap = std::move(*joined);
-  if (absl::Status s = CheckPipelineBlocksAgree(*impl->bootstrap, options); !s.ok()) return s;
+  if (absl::Status s = CheckSharedOptionsAgree(*impl->bootstrap, options); !s.ok()) return s;
   absl::StatusOr<std::unique_ptr<pipeline::TransportLanes>> created =
       pipeline::TransportLanes::Create(*impl->bootstrap, options);
   if (!created.ok()) return created.status();

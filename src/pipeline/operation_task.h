@@ -269,6 +269,8 @@ class OperationTask {
   // A carried block's turn: it shares its run's receive.
   bool PostCarried(RecvBlock& block);
   bool OnHead(TaskContext& context, RecvBlock& block);
+  // Whether block `block` of `step` may be combined: its after_recv and after_send blocks are done.
+  bool PredecessorsDone(const RecvStep& step, uint32_t block);
   bool Process(TaskContext& context, RecvBlock& block);
   // A host block's decode and reduction, queued; FinishProcessing takes the result.
   void ProcessOnHost(TaskContext& context, RecvBlock& block, const Combiner& combiner, uint8_t* decoded,

@@ -306,6 +306,11 @@ bool OperationTask::OnHead(TaskContext& context, RecvBlock& block) {
   return true;
 }
 
+bool OperationTask::PredecessorsDone(const RecvStep& step, uint32_t block) {
+  if (step.after_recv >= 0 && RecvBlockOf(step.after_recv, block).stage != RecvStage::kDone) return false;
+  return step.after_send < 0 || SendBlockOf(step.after_send, block).stage == SendStage::kDone;
+}
+
 bool OperationTask::Process(TaskContext& context, RecvBlock& block) {
   std::optional<absl::Status> done = Completed(block.requests);
   if (!done) return false;
@@ -313,9 +318,13 @@ bool OperationTask::Process(TaskContext& context, RecvBlock& block) {
     FailBlock("recv", block.step, block.index, *done);
     return RetireRecv(context, block);
   }
-  block.landed = true;
-  TraceBlock("recv", block.step, block.index, "landed");
+  const bool newly_landed = !block.landed;
+  if (newly_landed) {
+    block.landed = true;
+    TraceBlock("recv", block.step, block.index, "landed");
+  }
   const RecvStep& step = spec_.schedule.recvs[block.step];
+  if (!PredecessorsDone(step, block.index)) return newly_landed;
   const uint64_t elements = BlockElements(step.count, block.index);
   const bool frame = block.header.kind == BlockKind::kFrame;
   if (!frame && !step.reduce_with && !block.on_host) {

@@ -107,6 +107,8 @@ absl::StatusOr<CommunicatorOptions> WithEnvironmentDefaults(const CommunicatorOp
             [](absl::string_view v) { return ParseBytes(v, 1); }, options),
       Apply(rank, "UCCLZIP_MIN_PIPELINE_BLOCK_BYTES", &O::min_pipeline_block_bytes,
             [](absl::string_view v) { return ParseBytes(v, 1); }, options),
+      Apply(rank, "UCCLZIP_RECURSIVE_DOUBLING_BYTES", &O::recursive_doubling_bytes,
+            [](absl::string_view v) { return ParseBytes(v, 0); }, options),
       Apply(rank, "UCCLZIP_MIN_COMPRESS_BYTES", &O::min_compress_bytes,
             [](absl::string_view v) { return ParseBytes(v, 0); }, options),
       Apply(rank, "UCCLZIP_STAGING_POOL_BYTES", &O::staging_pool_bytes,

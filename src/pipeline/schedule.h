@@ -77,6 +77,13 @@ struct RecvStep {
   std::optional<Chunk> reduce_with;
   // The result is divided by this after combining (avg's last hop); 1 otherwise.
   uint32_t divisor = 1;
+  // Where a step combines with what another step of the same count touches, block b of it waits,
+  // once landed, until block b of receive step `after_recv` is done (reduce_with reads that
+  // step's result) and block b of send step `after_send` has completed (that send reads what
+  // this result overwrites). -1: no such step. Recursive doubling needs both: it keeps its
+  // running result in the output buffer.
+  int after_recv = -1;
+  int after_send = -1;
 };
 
 struct LocalCopy {

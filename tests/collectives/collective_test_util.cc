@@ -18,10 +18,11 @@ std::vector<uint8_t> CaseInput(const CollectiveCase& c, int world, int rank, uin
   return GenerateTensor(c.dtype, SendElements(c.Shape(world)), c.dist, seed * 7919 + uint64_t(rank) * 104729 + 1);
 }
 
-std::vector<uint8_t> ReferenceOutput(const CollectiveCase& c, int world, int rank, uint64_t seed) {
+std::vector<uint8_t> ReferenceOutput(const CollectiveCase& c, const Communicator& comm, uint64_t seed) {
+  const int world = comm.size();
   std::vector<std::vector<uint8_t>> inputs;
   for (int r = 0; r < world; ++r) inputs.push_back(CaseInput(c, world, r, seed));
-  return testing::ReferenceOutput(c.Shape(world), inputs, rank);
+  return testing::ReferenceOutput(c.Shape(world, comm.options().recursive_doubling_bytes), inputs, comm.rank());
 }
 
 Operation Post(Communicator& comm, const CollectiveCase& c, const void* send, void* recv, cudaStream_t stream) {
@@ -79,16 +80,17 @@ absl::StatusOr<CaseBuffers> Prepare(const CollectiveCase& c, int world, int rank
 }
 
 // Copies a device case's output back (and frees it), then compares it with the reference.
-absl::Status Check(CaseBuffers& b, const CollectiveCase& c, int world, int rank, uint64_t seed) {
+absl::Status Check(CaseBuffers& b, const CollectiveCase& c, const Communicator& comm, uint64_t seed) {
   if (b.device != nullptr) {
     cudaMemcpy(b.host.data(), b.device, b.host.size(), cudaMemcpyDeviceToHost);
     cudaFree(b.device);
     b.device = nullptr;
   }
-  std::vector<uint8_t> want = ReferenceOutput(c, world, rank, seed);
+  std::vector<uint8_t> want = ReferenceOutput(c, comm, seed);
   // A rank that receives nothing (a reduce's non-root) must leave its receive buffer as it was.
   if (want.empty()) want.assign(b.before.begin() + b.recv_offset, b.before.begin() + b.recv_offset + b.recv_bytes);
-  return ExpectSameBytes(b.host.data() + b.recv_offset, want.data(), want.size(), absl::StrCat("rank ", rank, " ", c.Name()));
+  return ExpectSameBytes(b.host.data() + b.recv_offset, want.data(), want.size(),
+                         absl::StrCat("rank ", comm.rank(), " ", c.Name()));
 }
 
 }  // namespace
@@ -120,7 +122,7 @@ absl::Status RunAndCheckGroup(Communicator& comm, const std::vector<CollectiveCa
   }
   // Every case is checked (which also frees its device buffer); the first failure is reported.
   absl::Status checked;
-  for (size_t i = 0; i < buffers.size(); ++i) checked.Update(Check(buffers[i], cases[i], world, rank, seed + i));
+  for (size_t i = 0; i < buffers.size(); ++i) checked.Update(Check(buffers[i], cases[i], comm, seed + i));
   if (!status.ok()) return absl::Status(status.code(), absl::StrCat(name, ": ", status.message()));
   return checked;
 }

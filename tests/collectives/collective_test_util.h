@@ -27,14 +27,18 @@ struct CollectiveCase {
   CompressionMode mode = CompressionMode::kOn;
   Distribution dist{DistKind::kGaussian, 0.02};
   std::string Name() const;
-  CollectiveShape Shape(int world) const { return {kind, dtype, op, count, root, world}; }
+  // `recursive_doubling_bytes`: the communicator's option, which picks the allreduce's order.
+  CollectiveShape Shape(int world, uint64_t recursive_doubling_bytes = 0) const {
+    return {kind, dtype, op, count, root, world, recursive_doubling_bytes};
+  }
 };
 
 // Rank `rank`'s input for the case (the same on every rank that asks).
 std::vector<uint8_t> CaseInput(const CollectiveCase& c, int world, int rank, uint64_t seed);
 
-// What rank `rank`'s output must be, from every rank's input, in the documented order.
-std::vector<uint8_t> ReferenceOutput(const CollectiveCase& c, int world, int rank, uint64_t seed);
+// What `comm`'s rank's output must be, from every rank's input, in the documented order (of the
+// algorithm that comm's options pick).
+std::vector<uint8_t> ReferenceOutput(const CollectiveCase& c, const Communicator& comm, uint64_t seed);
 
 // Runs the case once on `comm` with host or device buffers (device: on `stream`, waiting on
 // the stream) and compares the output with the reference; the error names the case.

@@ -22,7 +22,12 @@ struct Disagreement {
   std::string name;
   CollectiveCase agreed;
   CollectiveCase odd;  // what rank 1 calls instead
-  std::vector<std::string> rank2_sees;  // rank 2 receives from rank 1
+  // The rank that receives the first message of the other side's call, and what it must say:
+  // in a ring or chain rank 2, which receives from rank 1; in a recursive-doubling allreduce of
+  // 3 ranks rank 1, which hears from both others before it sends them anything.
+  int seer = 2;
+  std::vector<std::string> seen;
+  bool ring = false;  // every allreduce by the ring (recursive_doubling_bytes 0)
 };
 
 class CollectiveDisagreement : public ::testing::TestWithParam<Disagreement> {};
@@ -30,13 +35,17 @@ class CollectiveDisagreement : public ::testing::TestWithParam<Disagreement> {};
 TEST_P(CollectiveDisagreement, RanksThatDisagreeFailWithBothValues) {
   const Disagreement d = GetParam();
   ExpectRanksSucceeded(RunRanks({.world_size = 3}, [&](const RankContext& context) -> absl::Status {
-    auto comm = CreateCommunicator(context, ShortTimeoutOptions());
+    transport::TransportOptions options = ShortTimeoutOptions();
+    if (d.ring) options.recursive_doubling_bytes = 0;
+    auto comm = CreateCommunicator(context, options);
     if (!comm.ok()) return comm.status();
     const CollectiveCase& mine = context.rank == 1 ? d.odd : d.agreed;
     absl::Status status = RunAndCheck(**comm, mine, 3);
     if (status.ok()) return absl::InternalError(absl::StrCat("rank ", context.rank, " succeeded"));
-    if (context.rank == 2) return ExpectError(status, absl::StatusCode::kInvalidArgument, d.rank2_sees, "rank 2");
-    // Rank 1 sees rank 0's call; rank 0 may only see its neighbour stop (a timeout): both fail.
+    if (context.rank == d.seer) {
+      return ExpectError(status, absl::StatusCode::kInvalidArgument, d.seen, absl::StrCat("rank ", d.seer));
+    }
+    // The others may only see a peer stop (a timeout): all fail.
     return absl::OkStatus();
   }));
 }
@@ -52,24 +61,38 @@ CollectiveCase ReduceOf(uint64_t count, int root, ReduceOp op = ReduceOp::kSum) 
 INSTANTIATE_TEST_SUITE_P(
     , CollectiveDisagreement,
     ::testing::Values(
-        Disagreement{"count", AllReduceOf(3000), AllReduceOf(3001),
-                     {"rank 2", "peer 1 called allreduce of 3001 elements of bf16", "rank 2 called allreduce of 3000"}},
-        Disagreement{"dtype", AllReduceOf(3000), AllReduceOf(3000, DataType::kFloat16),
-                     {"peer 1 called allreduce of 3000 elements of fp16", "3000 elements of bf16"}},
-        Disagreement{"reduction", AllReduceOf(3000), AllReduceOf(3000, DataType::kBFloat16, ReduceOp::kMax),
-                     {"peer 1 called allreduce of 3000 elements of bf16 (max)", "(sum)"}},
+        Disagreement{"count", AllReduceOf(3000), AllReduceOf(3001), 2,
+                     {"rank 2", "peer 1 called allreduce of 3001 elements of bf16", "rank 2 called allreduce of 3000"},
+                     true},
+        Disagreement{"dtype", AllReduceOf(3000), AllReduceOf(3000, DataType::kFloat16), 2,
+                     {"peer 1 called allreduce of 3000 elements of fp16", "3000 elements of bf16"}, true},
+        Disagreement{"reduction", AllReduceOf(3000), AllReduceOf(3000, DataType::kBFloat16, ReduceOp::kMax), 2,
+                     {"peer 1 called allreduce of 3000 elements of bf16 (max)", "(sum)"}, true},
+        // The same by recursive doubling (6 KB: the default picks it). Rank 1 receives from
+        // rank 0 (the fold) and rank 2 (the exchange) at once and names whichever comes first.
+        Disagreement{"doubling_count", AllReduceOf(3000), AllReduceOf(3001), 1,
+                     {"rank 1", "called allreduce of 3000 elements of bf16", "rank 1 called allreduce of 3001"}},
+        Disagreement{"doubling_dtype", AllReduceOf(3000), AllReduceOf(3000, DataType::kFloat16), 1,
+                     {"called allreduce of 3000 elements of bf16", "rank 1 called allreduce of 3000 elements of fp16"}},
+        Disagreement{"doubling_reduction", AllReduceOf(3000), AllReduceOf(3000, DataType::kBFloat16, ReduceOp::kMax), 1,
+                     {"called allreduce of 3000 elements of bf16 (sum)", "rank 1 called allreduce of 3000 elements of bf16 (max)"}},
+        // 256 KiB of bf16 goes by recursive doubling (the default), one element more by the
+        // ring, whose rank 1 sends to rank 2, rank 2's partner.
+        Disagreement{"count_across_algorithms", AllReduceOf(131072), AllReduceOf(131073), 2,
+                     {"rank 2", "peer 1 called allreduce of 131073 elements of bf16",
+                      "rank 2 called allreduce of 131072"}},
         Disagreement{"root", {.kind = Collective::kBroadcast, .count = 5000, .root = 0},
-                     {.kind = Collective::kBroadcast, .count = 5000, .root = 1},
+                     {.kind = Collective::kBroadcast, .count = 5000, .root = 1}, 2,
                      {"peer 1 called broadcast of 5000 elements of bf16 (root 1)", "(root 0)"}},
-        Disagreement{"operation", AllReduceOf(3000), {.kind = Collective::kAllGather, .count = 3000},
+        Disagreement{"operation", AllReduceOf(3000), {.kind = Collective::kAllGather, .count = 3000}, 2,
                      {"peer 1 called allgather of 3000", "rank 2 called allreduce of 3000"}},
         // Reduces to root 0 run 1 -> 2 -> 0, to root 2 0 -> 1 -> 2: rank 1 heads the chain of
         // the call it makes, so rank 2 receives from it at once.
-        Disagreement{"reduce_count", ReduceOf(3000, 0), ReduceOf(3001, 0),
+        Disagreement{"reduce_count", ReduceOf(3000, 0), ReduceOf(3001, 0), 2,
                      {"peer 1 called reduce of 3001 elements of bf16 (sum, root 0)", "rank 2 called reduce of 3000"}},
-        Disagreement{"reduce_root", ReduceOf(3000, 2), ReduceOf(3000, 0),
+        Disagreement{"reduce_root", ReduceOf(3000, 2), ReduceOf(3000, 0), 2,
                      {"peer 1 called reduce of 3000 elements of bf16 (sum, root 0)", "(sum, root 2)"}},
-        Disagreement{"reduce_reduction", ReduceOf(3000, 0), ReduceOf(3000, 0, ReduceOp::kProd),
+        Disagreement{"reduce_reduction", ReduceOf(3000, 0), ReduceOf(3000, 0, ReduceOp::kProd), 2,
                      {"peer 1 called reduce of 3000 elements of bf16 (prod, root 0)", "(sum, root 0)"}}),
     [](const auto& info) { return info.param.name; });
 

@@ -33,9 +33,18 @@ void RunCases(int world, const std::vector<CollectiveCase>& cases, const transpo
                                 }));
 }
 
-TEST(Collectives, EveryOperationTypeAndReductionAtAnOddWorldSize) {
+// The matrix once with every allreduce as a ring (recursive_doubling_bytes 0), and its
+// allreduces again by recursive doubling (the default for these 2 KB vectors), which at 3 ranks
+// also folds and unfolds.
+class CollectivesMatrix : public ::testing::TestWithParam<bool> {};
+
+TEST_P(CollectivesMatrix, EveryOperationTypeAndReductionAtAnOddWorldSize) {
+  const bool recursive_doubling = GetParam();
+  transport::TransportOptions options = PipelineOptions();
+  if (!recursive_doubling) options.recursive_doubling_bytes = 0;
   std::vector<CollectiveCase> cases;
   for (Collective kind : kEveryCollective) {
+    if (recursive_doubling && kind != Collective::kAllReduce) continue;
     for (DataType dtype : kReducibleTypes) {
       for (CompressionMode mode : {CompressionMode::kOn, CompressionMode::kOff}) {
         const Distribution dist = IsCompressibleType(dtype) ? Distribution{DistKind::kGaussian, 0.5}
@@ -50,8 +59,44 @@ TEST(Collectives, EveryOperationTypeAndReductionAtAnOddWorldSize) {
       }
     }
   }
-  RunCases(3, cases, PipelineOptions());
+  RunCases(3, cases, options);
 }
+
+INSTANTIATE_TEST_SUITE_P(, CollectivesMatrix, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "RecursiveDoubling" : "Ring"; });
+
+// An allreduce of up to recursive_doubling_bytes (here 8 KiB) runs by recursive doubling, one
+// element more by the ring, each giving its own order's bits, compressed and not, in place and
+// not; 4 ranks (no fold) and 6 (two folded). The two orders give different sums on these
+// inputs, so each result shows which algorithm ran.
+class AllReduceAlgorithms : public ::testing::TestWithParam<int> {};
+
+TEST_P(AllReduceAlgorithms, EachSizeRunsItsAlgorithmInItsOrder) {
+  const int world = GetParam();
+  constexpr uint64_t kDoublingBytes = 8 << 10, kLargestDoubling = kDoublingBytes / 2;  // bf16 elements
+  std::vector<CollectiveCase> cases;
+  for (uint64_t count : {kLargestDoubling, kLargestDoubling + 1}) {
+    for (CompressionMode mode : {CompressionMode::kOn, CompressionMode::kOff}) {
+      for (bool in_place : {false, true}) {
+        cases.push_back({.kind = Collective::kAllReduce, .count = count, .in_place = in_place, .mode = mode,
+                         .dist = {DistKind::kGaussian, 1}});
+      }
+    }
+  }
+  for (size_t i = 0; i < cases.size(); ++i) {  // RunCases gives case i the seed i
+    const CollectiveCase& c = cases[i];
+    std::vector<std::vector<uint8_t>> inputs;
+    for (int r = 0; r < world; ++r) inputs.push_back(CaseInput(c, world, r, i));
+    ASSERT_NE(ReferenceOutput(c.Shape(world, 0), inputs, 0), ReferenceOutput(c.Shape(world, uint64_t{1} << 40), inputs, 0))
+        << c.Name() << ": the ring's order and recursive doubling's give the same bits";
+  }
+  transport::TransportOptions options = PipelineOptions();
+  options.recursive_doubling_bytes = kDoublingBytes;
+  RunCases(world, cases, options);
+}
+
+INSTANTIATE_TEST_SUITE_P(, AllReduceAlgorithms, ::testing::Values(4, 6),
+                         [](const auto& info) { return absl::StrCat(info.param, "ranks"); });
 
 TEST(Collectives, SpecialValuesHeavyTailsAndRawBytes) {
   std::vector<CollectiveCase> cases;
@@ -171,9 +216,9 @@ TEST(Collectives, GroupsMixCollectivesAndPointToPoint) {
     c.Recv(p2p_out.data(), 2000, DataType::kFloat16, (rank + 1) % world, nullptr);
     Post(c, gather, gather_in.data(), gather_out.data(), nullptr);
     if (absl::Status s = WaitOk(c.GroupEnd(), "group"); !s.ok()) return s;
-    std::vector<uint8_t> want = ReferenceOutput(reduce, world, rank, 1);
+    std::vector<uint8_t> want = ReferenceOutput(reduce, c, 1);
     if (absl::Status s = ExpectSameBytes(reduce_out.data(), want.data(), want.size(), "allreduce in a group"); !s.ok()) return s;
-    want = ReferenceOutput(gather, world, rank, 2);
+    want = ReferenceOutput(gather, c, 2);
     if (absl::Status s = ExpectSameBytes(gather_out.data(), want.data(), want.size(), "allgather in a group"); !s.ok()) return s;
     want = GenerateTensor(DataType::kFloat16, 2000, {DistKind::kGaussian, 1}, (rank + 1) % world);
     return ExpectSameBytes(p2p_out.data(), want.data(), want.size(), "send/recv in a group");
@@ -224,7 +269,7 @@ TEST(Collectives, ReduceTakesNullOffTheRootAndGroupsWithOtherRoots) {
       Post(c, cases[i], inputs.back().data(), rank == cases[i].root ? outputs.back().data() : nullptr, nullptr);
     }
     if (absl::Status s = WaitOk(c.GroupEnd(), "a group of reduces"); !s.ok()) return s;
-    const std::vector<uint8_t> want = ReferenceOutput(cases[rank], world, rank, rank);
+    const std::vector<uint8_t> want = ReferenceOutput(cases[rank], c, rank);
     return ExpectSameBytes(outputs[rank].data(), want.data(), want.size(), absl::StrCat("reduce to root ", rank));
   }));
 }

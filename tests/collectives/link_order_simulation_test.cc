@@ -157,9 +157,12 @@ class Simulation {
           const SendStep& step = schedule.sends[at.step];
           const bool encodes = step.source == SendStep::Source::kChunk;
           const int from = step.recv_step < 0 ? 0 : schedule.recvs[step.recv_step].peer;
+          // A forward or a re-encode reads the landed block (which keeps its slot until then); a
+          // chunk waits until the receive that writes it has finished.
+          const State needed = step.source == SendStep::Source::kChunk ? kDone : kLanded;
           const bool source_ready =
               step.recv_step < 0 ||
-              mine.recv_state[from][PositionOf(op.orders[r].recvs[from], {step.recv_step, at.block})] >= kLanded;
+              mine.recv_state[from][PositionOf(op.orders[r].recvs[from], {step.recv_step, at.block})] >= needed;
           const bool slot = !encodes || rank.send_slots[p] < limits_.send_slots;
           const bool windowed = mine.next_window[p] == k && rank.in_flight[p] < limits_.window;
           const bool ahead = limits_.encode_ahead && step.source != SendStep::Source::kForward;
@@ -198,7 +201,8 @@ class Simulation {
     }
   }
 
-  // A landed block gives its slot back once every send that reads it is done.
+  // A landed block gives its slot back once every send that reads it is done, and once it could
+  // be combined: the blocks its step waits for (RecvStep::after_recv, after_send) are done.
   void RetireWhatCan() {
     for (Op& op : ops_) {
       for (int r = 0; r < world_; ++r) {
@@ -216,6 +220,15 @@ class Simulation {
               read |= mine.send_state[send.peer][position] != kDone;
             }
             if (read) continue;
+            const pipeline::RecvStep& step = schedule.recvs[at.step];
+            if (step.after_recv >= 0) {
+              const int from = schedule.recvs[step.after_recv].peer;
+              if (mine.recv_state[from][PositionOf(op.orders[r].recvs[from], {step.after_recv, at.block})] != kDone) continue;
+            }
+            if (step.after_send >= 0) {
+              const int to = schedule.sends[step.after_send].peer;
+              if (mine.send_state[to][PositionOf(op.orders[r].sends[to], {step.after_send, at.block})] != kDone) continue;
+            }
             mine.recv_state[q][k] = kDone;
             --ranks_[r].recv_slots[q];
           }
@@ -260,6 +273,10 @@ void ForEachCase(const std::function<void(const std::string&, const std::vector<
     check("reducescatter " + what,
           AllRanks(world, [&](int r) { return RingReduceScatter(r, world, count / world, ReduceOp::kSum, false); }));
     check("allreduce " + what, AllRanks(world, [&](int r) { return RingAllReduce(r, world, count, ReduceOp::kSum, false); }));
+    for (bool in_place : {false, true}) {
+      check(absl::StrCat("recursive doubling allreduce ", what, in_place ? " in place" : ""),
+            AllRanks(world, [&](int r) { return RecursiveDoublingAllReduce(r, world, count, ReduceOp::kSum, in_place); }));
+    }
     check("broadcast " + what, AllRanks(world, [&](int r) { return ChainBroadcast(r, world, count, 1 % world, false); }));
     check("reduce " + what, AllRanks(world, [&](int r) { return ChainReduce(r, world, count, ReduceOp::kSum, 0, false); }));
   }
@@ -293,12 +310,16 @@ TEST(LinkOrderSimulation, GroupsOfCollectivesFinishWithTheEnginesSlots) {
           AllRanks(world, [&](int r) { return RingReduceScatter(r, world, count / world, ReduceOp::kSum, false); });
       const auto cast0 = AllRanks(world, [&](int r) { return ChainBroadcast(r, world, count, 0, false); });
       const auto cast1 = AllRanks(world, [&](int r) { return ChainBroadcast(r, world, count, 1, false); });
+      const auto doubling =
+          AllRanks(world, [&](int r) { return RecursiveDoublingAllReduce(r, world, count, ReduceOp::kSum, false); });
       std::vector<std::pair<std::string, std::vector<std::vector<Schedule>>>> groups = {
           {"allgather, allgather", {gather, gather}},
           {"allreduce, allgather", {reduce, gather}},
           {"reducescatter, allreduce, allgather", {scatter, reduce, gather}},
           {"broadcast from 0, broadcast from 1", {cast0, cast1}},
           {"broadcast from 1, allreduce", {cast1, reduce}},
+          {"recursive doubling allreduce, allgather, recursive doubling allreduce", {doubling, gather, doubling}},
+          {"allreduce, recursive doubling allreduce", {reduce, doubling}},
       };
       // Point-to-point calls in the same groups: a weight sync from rank 0 to every other rank
       // beside an allgather, and a shift (each rank to the next) beside an allreduce.

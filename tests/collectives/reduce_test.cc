@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <random>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "codec/reduce_math.h"
@@ -119,8 +120,10 @@ TEST(Reduce, NarrowTypesRoundOnceToNearestEvenLikeTheGenerator) {
         ReduceHost({dtype, op, op == ReduceOp::kAvg ? 3u : 1u}, a.data(), b.data(), out.data(), count);
         for (uint64_t i = 0; i < count; ++i) {
           const float x = Widen(dtype, &a[i * width]), y = Widen(dtype, &b[i * width]);
-          // min and max keep the received operand on ties (+0 and -0 compare equal).
-          float r = op == ReduceOp::kProd ? x * y : op == ReduceOp::kMin ? (y < x ? y : x) : op == ReduceOp::kMax ? (y > x ? y : x) : x + y;
+          // min takes -0 below +0 and max +0 above -0 (they compare equal).
+          const float min = (y < x || (y == x && std::signbit(y))) ? y : x;
+          const float max = (y > x || (y == x && !std::signbit(y))) ? y : x;
+          float r = op == ReduceOp::kProd ? x * y : op == ReduceOp::kMin ? min : op == ReduceOp::kMax ? max : x + y;
           if (op == ReduceOp::kAvg) r /= 3;
           uint32_t got = 0;
           std::memcpy(&got, &out[i * width], width);
@@ -159,6 +162,35 @@ TEST(Reduce, TheAvx2LoopGivesTheBaselinesBits) {
         ASSERT_EQ(best, baseline) << DataTypeName(dtype) << " " << ReduceOpName(op) << " " << dist.Name();
       }
     }
+  }
+}
+
+// Two ranks that combine the same pair of partial results from opposite ends (recursive
+// doubling) must get the same bits: every type and operator, swapped operands, special values
+// (both zeros, NaN payloads, infinities) and random bit patterns.
+TEST(Reduce, EveryOperatorGivesTheSameBitsWithItsOperandsSwapped) {
+  const uint64_t count = 10'007;
+  for (uint8_t v = 0; IsValidDataType(v); ++v) {
+    const auto dtype = static_cast<DataType>(v);
+    for (auto dist : {testing::Distribution{DistKind::kSpecialValues, 1}, testing::Distribution{DistKind::kRandomBytes, 1}}) {
+      const std::vector<uint8_t> a = GenerateTensor(dtype, count, dist, 7), b = GenerateTensor(dtype, count, dist, 8);
+      for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kAvg}) {
+        const Combiner combiner{dtype, op, op == ReduceOp::kAvg ? 3u : 1u};
+        std::vector<uint8_t> ab(a.size()), ba(a.size());
+        ReduceHost(combiner, a.data(), b.data(), ab.data(), count);
+        ReduceHost(combiner, b.data(), a.data(), ba.data(), count);
+        ASSERT_EQ(ab, ba) << DataTypeName(dtype) << " " << ReduceOpName(op) << " " << dist.Name();
+      }
+    }
+  }
+  auto one = [](ReduceOp op, uint32_t a, uint32_t b) {
+    uint32_t out = 0;
+    ReduceHost({DataType::kFloat32, op, 1}, &a, &b, &out, 1);
+    return out;
+  };
+  for (auto [a, b] : {std::pair{0x00000000u, 0x80000000u}, std::pair{0x80000000u, 0x00000000u}}) {
+    EXPECT_EQ(one(ReduceOp::kMin, a, b), 0x80000000u);  // -0
+    EXPECT_EQ(one(ReduceOp::kMax, a, b), 0x00000000u);  // +0
   }
 }
 

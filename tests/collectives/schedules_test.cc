@@ -8,6 +8,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "collectives/schedules.h"
@@ -54,6 +55,9 @@ TEST(Schedules, EveryLinkMatchesAtEveryWorldSize) {
                        "reducescatter " + what);
       ExpectLinksMatch(AllRanks(world, [&](int r) { return RingAllReduce(r, world, count, ReduceOp::kAvg, true); }),
                        "allreduce " + what);
+      ExpectLinksMatch(
+          AllRanks(world, [&](int r) { return RecursiveDoublingAllReduce(r, world, count, ReduceOp::kAvg, true); }),
+          "recursive doubling allreduce " + what);
       for (int root = 0; root < world; ++root) {
         ExpectLinksMatch(AllRanks(world, [&](int r) { return ChainBroadcast(r, world, count, root, false); }),
                          absl::StrCat("broadcast root ", root, " ", what));
@@ -73,6 +77,8 @@ void ForEachAlgorithm(const std::function<void(const std::string&, const std::ve
       check("reducescatter " + what,
             AllRanks(world, [&](int r) { return RingReduceScatter(r, world, count, ReduceOp::kSum, false); }));
       check("allreduce " + what, AllRanks(world, [&](int r) { return RingAllReduce(r, world, count, ReduceOp::kAvg, true); }));
+      check("recursive doubling allreduce " + what,
+            AllRanks(world, [&](int r) { return RecursiveDoublingAllReduce(r, world, count, ReduceOp::kAvg, false); }));
       for (int root = 0; root < world; ++root) {
         check(absl::StrCat("broadcast root ", root, " ", what),
               AllRanks(world, [&](int r) { return ChainBroadcast(r, world, count, root, false); }));
@@ -95,7 +101,8 @@ TEST(Schedules, EveryForwardIsOfWhatThePredecessorSent) {
       std::vector<std::pair<std::string, Schedule>> schedules = {
           {"allgather", RingAllGather(rank, world, 1001, false)},
           {"reducescatter", RingReduceScatter(rank, world, 1001, ReduceOp::kSum, false)},
-          {"allreduce", RingAllReduce(rank, world, 1001, ReduceOp::kSum, false)}};
+          {"allreduce", RingAllReduce(rank, world, 1001, ReduceOp::kSum, false)},
+          {"recursive doubling allreduce", RecursiveDoublingAllReduce(rank, world, 1001, ReduceOp::kSum, false)}};
       for (int root = 0; root < world; ++root) {
         schedules.push_back({absl::StrCat("broadcast root ", root), ChainBroadcast(rank, world, 1001, root, false)});
         schedules.push_back({absl::StrCat("reduce root ", root), ChainReduce(rank, world, 1001, ReduceOp::kSum, root, false)});
@@ -224,6 +231,143 @@ TEST(Schedules, ReduceChainsTowardsTheRoot) {
   const Schedule alone = ChainReduce(0, 1, 77, ReduceOp::kAvg, 0, false);
   EXPECT_TRUE(alone.sends.empty() && alone.recvs.empty());
   EXPECT_EQ(alone.copies.size(), 1u);
+}
+
+// What a recursive-doubling allreduce computes, followed symbolically through every rank's
+// schedule: the value each receive step writes is the multiset of inputs it combines (how
+// often each rank's input is in it), how many times avg divided it, and how many messages deep
+// it lies. The i-th send from a to b carries what the i-th receive of b from a gets.
+struct SymbolicValue {
+  std::vector<int> inputs;
+  int divided = 0;
+  int hops = 0;
+};
+
+std::vector<SymbolicValue> FollowRecursiveDoubling(int world, bool in_place) {
+  std::vector<Schedule> schedules;
+  for (int r = 0; r < world; ++r) schedules.push_back(RecursiveDoublingAllReduce(r, world, 10, ReduceOp::kAvg, in_place));
+  std::vector<std::vector<std::optional<SymbolicValue>>> written(world);
+  for (int r = 0; r < world; ++r) written[r].resize(schedules[r].recvs.size());
+  auto input_of = [world](int r) {
+    SymbolicValue value{std::vector<int>(world, 0)};
+    value.inputs[r] = 1;
+    return value;
+  };
+  // What rank a's send step s carries, or nullopt while the receive it reads is not written.
+  auto sent = [&](int a, int s) -> std::optional<SymbolicValue> {
+    const pipeline::SendStep& step = schedules[a].sends[s];
+    if (step.chunk.buffer == pipeline::BufferRole::kInput) return input_of(a);
+    return written[a][step.recv_step];
+  };
+  for (bool moved = true; moved;) {
+    moved = false;
+    for (int b = 0; b < world; ++b) {
+      for (size_t k = 0; k < schedules[b].recvs.size(); ++k) {
+        const pipeline::RecvStep& step = schedules[b].recvs[k];
+        if (written[b][k]) continue;
+        int nth = 0;  // which receive from this peer
+        for (size_t j = 0; j < k; ++j) nth += schedules[b].recvs[j].peer == step.peer;
+        int send = -1;
+        for (size_t s = 0, seen = 0; s < schedules[step.peer].sends.size(); ++s) {
+          if (schedules[step.peer].sends[s].peer == b && seen++ == static_cast<size_t>(nth)) send = static_cast<int>(s);
+        }
+        EXPECT_GE(send, 0) << "rank " << b << " receive " << k;
+        if (send < 0) return {};
+        std::optional<SymbolicValue> value = sent(step.peer, send);
+        if (!value) continue;
+        value->hops += 1;
+        if (step.reduce_with) {
+          const std::optional<SymbolicValue> local =
+              step.reduce_with->buffer == pipeline::BufferRole::kInput && step.after_recv < 0
+                  ? std::optional<SymbolicValue>(input_of(b))
+                  : written[b][step.after_recv];
+          if (!local) continue;
+          for (int r = 0; r < world; ++r) value->inputs[r] += local->inputs[r];
+          value->divided += local->divided;
+          value->hops = std::max(value->hops, local->hops);
+        }
+        value->divided += step.divisor != 1;
+        written[b][k] = value;
+        moved = true;
+      }
+    }
+  }
+  std::vector<SymbolicValue> results;
+  for (int r = 0; r < world; ++r) {
+    // The output is what the last receive wrote (a single rank's is its own input).
+    if (schedules[r].recvs.empty()) {
+      results.push_back(input_of(r));
+      continue;
+    }
+    EXPECT_TRUE(written[r].back().has_value()) << world << " ranks: rank " << r << " never finished";
+    if (!written[r].back()) return {};
+    results.push_back(*written[r].back());
+  }
+  return results;
+}
+
+// Every rank ends with every input exactly once, divided once (avg), at most log2(p) messages
+// in a row from the inputs where the world is a power of two p, and at most two more where it
+// is not (a fold before, an unfold after): 2 for 4 ranks, 3 or 4 for 5 to 7, where a ring
+// takes 6 and 8 to 12.
+TEST(Schedules, RecursiveDoublingCombinesEveryInputOnceInLogarithmicallyManyHops) {
+  for (int world = 1; world <= 9; ++world) {
+    for (bool in_place : {false, true}) {
+      const std::vector<SymbolicValue> results = FollowRecursiveDoubling(world, in_place);
+      ASSERT_EQ(results.size(), static_cast<size_t>(world)) << world << " ranks";
+      int powers = 1, levels = 0;
+      while (powers * 2 <= world) powers *= 2, ++levels;
+      int deepest = 0;
+      for (int r = 0; r < world; ++r) {
+        EXPECT_EQ(results[r].inputs, std::vector<int>(world, 1)) << world << " ranks, rank " << r;
+        EXPECT_EQ(results[r].divided, world > 1 ? 1 : 0) << world << " ranks, rank " << r;
+        deepest = std::max(deepest, results[r].hops);
+      }
+      if (powers == world) {
+        EXPECT_EQ(deepest, levels) << world << " ranks";
+      } else {
+        EXPECT_GT(deepest, levels) << world << " ranks";
+        EXPECT_LE(deepest, levels + 2) << world << " ranks";
+      }
+      if (world > 1) EXPECT_LT(deepest, 2 * (world - 1)) << world << " ranks: the ring's hops";
+    }
+  }
+}
+
+// The running result lives in the output: a receive that combines into it waits for the
+// receive that wrote what it combines with, and for every send that reads that memory and is
+// ordered neither after it (a send of receive j's result waits for receive j, and receives wait
+// for each other in step order) nor before it (through the receives it waits for). A folded rank's unfold needs neither: the result
+// cannot arrive before its partner has had all of this rank's send.
+TEST(Schedules, RecursiveDoublingOrdersItsWritesAfterTheReadsOfTheSameMemory) {
+  for (int world : {2, 3, 4, 6, 8}) {
+    for (bool in_place : {false, true}) {
+      for (int rank = 0; rank < world; ++rank) {
+        const Schedule schedule = RecursiveDoublingAllReduce(rank, world, 100, ReduceOp::kSum, in_place);
+        for (size_t k = 0; k < schedule.recvs.size(); ++k) {
+          const pipeline::RecvStep& step = schedule.recvs[k];
+          const std::string what = absl::StrCat(world, " ranks, rank ", rank, in_place ? " in place" : "", ", receive ", k);
+          ASSERT_TRUE(step.into.has_value()) << what;
+          if (!step.reduce_with) continue;
+          if (step.reduce_with->buffer == pipeline::BufferRole::kOutput) EXPECT_EQ(step.after_recv, static_cast<int>(k) - 1) << what;
+          // Sends that the receives this one waits for (after_recv, transitively) waited for.
+          std::vector<int> finished_before;
+          for (int j = step.after_recv; j >= 0; j = schedule.recvs[j].after_recv) {
+            finished_before.push_back(schedule.recvs[j].after_send);
+          }
+          std::vector<int> unordered_readers;
+          for (size_t s = 0; s < schedule.sends.size(); ++s) {
+            const pipeline::SendStep& send = schedule.sends[s];
+            const bool same_memory = send.chunk.buffer == pipeline::BufferRole::kOutput || in_place;
+            const bool finished = std::count(finished_before.begin(), finished_before.end(), static_cast<int>(s)) > 0;
+            if (same_memory && send.recv_step < static_cast<int>(k) && !finished) unordered_readers.push_back(static_cast<int>(s));
+          }
+          ASSERT_LE(unordered_readers.size(), 1u) << what;
+          EXPECT_EQ(step.after_send, unordered_readers.empty() ? -1 : unordered_readers[0]) << what;
+        }
+      }
+    }
+  }
 }
 
 TEST(Schedules, SplitEvenlyCoversTheCountInOrder) {

@@ -32,6 +32,36 @@ uint64_t RecvElements(const CollectiveShape& shape) {
   return shape.kind == Collective::kAllGather ? shape.count * shape.world : shape.count;
 }
 
+namespace {
+
+// Recursive doubling's tree: with p the largest power of two <= n and rem = n - p, inputs 2i
+// and 2i+1 are combined first for i < rem; the p values so left (in rank order) are then
+// combined in pairs v, v + 2^j at level j, avg dividing at the last. Every operator gives the
+// same bits with its operands swapped, so the order within a pair does not matter.
+std::vector<uint8_t> RecursiveDoublingOrder(const CollectiveShape& shape, const std::vector<std::vector<uint8_t>>& inputs) {
+  const int world = shape.world;
+  int powers = 1;
+  while (powers * 2 <= world) powers *= 2;
+  const int rem = world - powers;
+  std::vector<std::vector<uint8_t>> values;
+  for (int r = 0; r < world; ++r) {
+    if (r < 2 * rem && r % 2 == 0) continue;
+    values.push_back(inputs[r]);
+    if (r < 2 * rem) ReduceOnHost(shape.dtype, shape.op, inputs[r - 1].data(), inputs[r].data(), values.back().data(), shape.count, 1);
+  }
+  for (int bit = 1; bit < powers; bit <<= 1) {
+    const uint32_t divisor = (bit * 2 == powers && shape.op == ReduceOp::kAvg) ? world : 1;
+    std::vector<std::vector<uint8_t>> next = values;
+    for (int v = 0; v < powers; ++v) {
+      ReduceOnHost(shape.dtype, shape.op, values[v ^ bit].data(), values[v].data(), next[v].data(), shape.count, divisor);
+    }
+    values = std::move(next);
+  }
+  return values[0];
+}
+
+}  // namespace
+
 std::vector<uint8_t> ReferenceOutput(const CollectiveShape& shape, const std::vector<std::vector<uint8_t>>& inputs, int rank) {
   const size_t width = ElementSize(shape.dtype);
   const int world = shape.world;
@@ -64,6 +94,11 @@ std::vector<uint8_t> ReferenceOutput(const CollectiveShape& shape, const std::ve
       reduce_chunk(shape.root, 0, shape.count, out.data());
       break;
     case Collective::kAllReduce: {
+      const uint64_t bytes = shape.count * width;
+      if (shape.recursive_doubling_bytes > 0 && bytes <= shape.recursive_doubling_bytes) {
+        out = RecursiveDoublingOrder(shape, inputs);
+        break;
+      }
       // Near-equal chunks: the first count % world ranks own one element more.
       uint64_t first = 0;
       for (int owner = 0; owner < world; ++owner) {

@@ -23,6 +23,9 @@ struct CollectiveShape {
   uint64_t count = 0;  // NCCL's count: per rank for allgather (send) and reduce-scatter (recv)
   int root = 0;
   int world = 1;
+  // The communicator's CommunicatorOptions::recursive_doubling_bytes: an allreduce of at most
+  // this many bytes (0: none) combines in recursive doubling's order, not the ring's.
+  uint64_t recursive_doubling_bytes = 0;
 };
 
 // Elements one rank reads from its send buffer and writes to its receive buffer.

@@ -242,5 +242,18 @@ TEST(PipelineErrors, RanksWhoseBlockSizesDifferFailCreation) {
   }));
 }
 
+// Every rank of an allreduce picks its algorithm by this size: ranks that would pick differently
+// fail at creation, not in their first allreduce.
+TEST(PipelineErrors, RanksWhoseRecursiveDoublingSizesDifferFailCreation) {
+  ExpectRanksSucceeded(RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
+    transport::TransportOptions options = ShortTimeoutOptions();
+    if (context.rank == 1) options.recursive_doubling_bytes = 0;
+    const std::string theirs = context.rank == 1 ? "262144" : "0";
+    return ExpectError(CreateCommunicator(context, options).status(), absl::StatusCode::kInvalidArgument,
+                       {absl::StrCat("rank ", context.rank, ": recursive_doubling_bytes"), "differs from rank", theirs},
+                       "different recursive doubling sizes");
+  }));
+}
+
 }  // namespace
 }  // namespace ucclzip::testing

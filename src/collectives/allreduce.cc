@@ -1,0 +1,39 @@
+// AllReduce: recursive doubling up to CommunicatorOptions::recursive_doubling_bytes, the ring
+// above it (docs/COLLECTIVES.md, "Allreduce: which algorithm"). The choice depends only on the
+// count, the type and an option that Create has checked every rank shares, so every rank of a
+// call runs the same algorithm.
+#include "collectives/collective_args.h"
+#include "collectives/schedules.h"
+
+namespace ucclzip {
+namespace collectives {
+
+bool AllReduceByRecursiveDoubling(uint64_t bytes, size_t recursive_doubling_bytes) {
+  return recursive_doubling_bytes > 0 && bytes <= recursive_doubling_bytes;
+}
+
+}  // namespace collectives
+
+Operation Communicator::AllReduce(const void* sendbuff, void* recvbuff, size_t count, DataType dtype, ReduceOp op,
+                                  cudaStream_t stream, const CollectiveOptions& options) {
+  const collectives::CollectiveArgs args{
+      .name = collectives::OperationName(rank(), pipeline::OperationKind::kAllReduce, count, dtype, op, -1),
+      .sendbuff = sendbuff,
+      .recvbuff = recvbuff,
+      .count = count,
+      .send_elements = count,
+      .recv_elements = count,
+      .dtype = dtype,
+      .reduces = true,
+      .op = op,
+      .world_size = size()};
+  if (absl::Status s = collectives::CheckArgs(args); !s.ok()) return Failed(s);
+  const bool in_place = collectives::InPlace(args);
+  pipeline::Schedule schedule =
+      collectives::AllReduceByRecursiveDoubling(uint64_t{count} * ElementSize(dtype), this->options().recursive_doubling_bytes)
+          ? collectives::RecursiveDoublingAllReduce(rank(), size(), count, op, in_place)
+          : collectives::RingAllReduce(rank(), size(), count, op, in_place);
+  return Submit(collectives::MakeCall(std::move(schedule), args, stream, options));
+}
+
+}  // namespace ucclzip
