@@ -32,6 +32,9 @@ ABSL_FLAG(ucclzip::bench::ByteSize, min_pipeline_block,
 ABSL_FLAG(ucclzip::bench::ByteSize, recursive_doubling,
           ucclzip::bench::ByteSize{ucclzip::CommunicatorOptions{}.recursive_doubling_bytes},
           "allreduces of at most this many bytes run by recursive doubling, larger ones as a ring (K/M/G); 0: always the ring");
+ABSL_FLAG(ucclzip::bench::ByteSize, tree_broadcast,
+          ucclzip::bench::ByteSize{ucclzip::CommunicatorOptions{}.tree_broadcast_bytes},
+          "broadcasts of at most this many bytes go down a binomial tree, larger ones along the chain (K/M/G); 0: always the chain");
 ABSL_FLAG(int, cpu_codec_threads, ucclzip::CommunicatorOptions{}.cpu_codec_threads,
           "threads of the CPU codec (host buffers), the pipeline thread included; 0: the library's default");
 
@@ -101,7 +104,7 @@ std::vector<std::string> FlagsOf(FlagGroup group) {
   switch (group) {
     case FlagGroup::kMeasure: return {"dtype", "dist", "iters", "warmup", "json"};
     case FlagGroup::kCommunicator: return {"ranks", "memory", "tls", "compress", "pipeline_block", "min_pipeline_block", "recursive_doubling",
-                                             "cpu_codec_threads"};
+                                             "tree_broadcast", "cpu_codec_threads"};
     case FlagGroup::kSweep: return {"b", "minbytes", "e", "maxbytes", "f", "stepfactor", "n", "w", "warmup_iters", "d", "datatype"};
     case FlagGroup::kReduction: return {"o", "op", "r", "root", "c", "check"};
   }

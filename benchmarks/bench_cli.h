@@ -66,4 +66,5 @@ ABSL_DECLARE_FLAG(std::string, compress);
 ABSL_DECLARE_FLAG(ucclzip::bench::ByteSize, pipeline_block);
 ABSL_DECLARE_FLAG(ucclzip::bench::ByteSize, min_pipeline_block);
 ABSL_DECLARE_FLAG(ucclzip::bench::ByteSize, recursive_doubling);
+ABSL_DECLARE_FLAG(ucclzip::bench::ByteSize, tree_broadcast);
 ABSL_DECLARE_FLAG(int, cpu_codec_threads);

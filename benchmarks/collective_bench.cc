@@ -216,6 +216,7 @@ absl::Status RunRank() {
     if (kind == Collective::kAllReduce) {
       std::printf(", recursive doubling up to %zu bytes", comm.options().recursive_doubling_bytes);
     }
+    if (kind == Collective::kBroadcast) std::printf(", binomial tree up to %zu bytes", comm.options().tree_broadcast_bytes);
     std::printf("\n");
     std::printf("#%11s %12s %8s %6s %5s %8s %11s %11s %11s %7s %7s %8s\n", "size", "count", "type", "redop", "root",
                 "compress", "time(us)", "algbw(GB/s)", "busbw(GB/s)", "#wrong", "ratio", "vs first");
@@ -244,13 +245,13 @@ absl::Status RunRank() {
                     "\"compress\":\"%s\",\"time_us\":%.2f,\"algbw_GBps\":%.4f,\"busbw_GBps\":%.4f,\"wrong\":%llu,"
                     "\"ratio\":%.4f,\"vs_first\":%.4f,\"first\":\"%s\",\"ranks\":%d,\"memory\":\"%s\",\"tls\":\"%s\","
                     "\"dist\":\"%s\",\"pipeline_block\":%zu,\"min_pipeline_block\":%zu,\"path\":\"%s\",\"codec_us\":%.1f,\"codec_block_us\":%.1f,"
-                    "\"in_place\":%d,\"recursive_doubling\":%zu}\n",
+                    "\"in_place\":%d,\"recursive_doubling\":%zu,\"tree_broadcast\":%zu}\n",
                     name, static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(shape.count),
                     DataTypeName(*dtype), redop, shown_root, CompressionName((*modes)[m]), r.time_us, algbw, busbw,
                     static_cast<unsigned long long>(r.wrong), r.ratio, vs_first, CompressionName((*modes)[0]), world,
                     memory.c_str(), tls.c_str(), dist->Name().c_str(), comm.options().pipeline_block_bytes,
                     comm.options().min_pipeline_block_bytes, PathName(comm, device), r.codec_us, r.codec_block_us, in_place ? 1 : 0,
-                    comm.options().recursive_doubling_bytes);
+                    comm.options().recursive_doubling_bytes, comm.options().tree_broadcast_bytes);
       } else {
         std::printf("%12llu %12llu %8s %6s %5d %8s %11.1f %11.3f %11.3f %7llu %7.3f %7.3fx\n",
                     static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(shape.count),

@@ -37,6 +37,7 @@ absl::StatusOr<std::unique_ptr<Communicator>> CreateCommunicator(const Bootstrap
   options.pipeline_block_bytes = absl::GetFlag(FLAGS_pipeline_block).bytes;
   options.min_pipeline_block_bytes = absl::GetFlag(FLAGS_min_pipeline_block).bytes;
   options.recursive_doubling_bytes = absl::GetFlag(FLAGS_recursive_doubling).bytes;
+  options.tree_broadcast_bytes = absl::GetFlag(FLAGS_tree_broadcast).bytes;
   options.cpu_codec_threads = absl::GetFlag(FLAGS_cpu_codec_threads);
   return Communicator::Create(CommunicatorConfig{.bootstrap = bootstrap, .options = options});
 }

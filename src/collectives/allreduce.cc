@@ -8,9 +8,7 @@
 namespace ucclzip {
 namespace collectives {
 
-bool AllReduceByRecursiveDoubling(uint64_t bytes, size_t recursive_doubling_bytes) {
-  return recursive_doubling_bytes > 0 && bytes <= recursive_doubling_bytes;
-}
+bool TakesSmallAlgorithm(uint64_t bytes, size_t limit) { return limit > 0 && bytes <= limit; }
 
 }  // namespace collectives
 
@@ -30,7 +28,7 @@ Operation Communicator::AllReduce(const void* sendbuff, void* recvbuff, size_t c
   if (absl::Status s = collectives::CheckArgs(args); !s.ok()) return Failed(s);
   const bool in_place = collectives::InPlace(args);
   pipeline::Schedule schedule =
-      collectives::AllReduceByRecursiveDoubling(uint64_t{count} * ElementSize(dtype), this->options().recursive_doubling_bytes)
+      collectives::TakesSmallAlgorithm(uint64_t{count} * ElementSize(dtype), this->options().recursive_doubling_bytes)
           ? collectives::RecursiveDoublingAllReduce(rank(), size(), count, op, in_place)
           : collectives::RingAllReduce(rank(), size(), count, op, in_place);
   return Submit(collectives::MakeCall(std::move(schedule), args, stream, options));

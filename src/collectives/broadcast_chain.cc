@@ -5,11 +5,9 @@
 // chain answers the root with an empty message once its first block has arrived: the root
 // never receives data, so without it a root whose ranks disagree on the root (or on anything
 // else the envelopes carry) would return success; with it, it fails too.
-#include "collectives/collective_args.h"
 #include "collectives/schedules.h"
 
-namespace ucclzip {
-namespace collectives {
+namespace ucclzip::collectives {
 
 Schedule ChainBroadcast(int rank, int size, uint64_t count, int root, bool in_place) {
   Schedule schedule{.kind = pipeline::OperationKind::kBroadcast, .root = root, .count = count, .name = "broadcast"};
@@ -35,24 +33,4 @@ Schedule ChainBroadcast(int rank, int size, uint64_t count, int root, bool in_pl
   return schedule;
 }
 
-}  // namespace collectives
-
-Operation Communicator::Broadcast(const void* sendbuff, void* recvbuff, size_t count, DataType dtype, int root,
-                                  cudaStream_t stream, const CollectiveOptions& options) {
-  const bool is_root = root == rank();
-  const collectives::CollectiveArgs args{
-      .name = collectives::OperationName(rank(), pipeline::OperationKind::kBroadcast, count, dtype, ReduceOp::kSum, root),
-      .sendbuff = is_root ? sendbuff : nullptr,
-      .recvbuff = recvbuff,
-      .count = count,
-      .send_elements = is_root ? count : 0,
-      .recv_elements = count,
-      .dtype = dtype,
-      .world_size = size(),
-      .root = root};
-  if (absl::Status s = collectives::CheckArgs(args); !s.ok()) return Failed(s);
-  return Submit(collectives::MakeCall(collectives::ChainBroadcast(rank(), size(), count, root, collectives::InPlace(args)),
-                                      args, stream, options));
-}
-
-}  // namespace ucclzip
+}  // namespace ucclzip::collectives

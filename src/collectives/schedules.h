@@ -38,14 +38,19 @@ pipeline::Schedule RingAllReduce(int rank, int size, uint64_t count, ReduceOp op
 // power of two; the result is a fixed tree over the inputs (docs/COLLECTIVES.md).
 pipeline::Schedule RecursiveDoublingAllReduce(int rank, int size, uint64_t count, ReduceOp op, bool in_place);
 
-// Whether an allreduce of `bytes` runs by recursive doubling rather than the ring
-// (CommunicatorOptions::recursive_doubling_bytes; 0 never does).
-bool AllReduceByRecursiveDoubling(uint64_t bytes, size_t recursive_doubling_bytes);
+// Whether an operation of `bytes` takes the algorithm built for small messages (recursive
+// doubling, the binomial tree) under the option's `limit` in bytes (0: never).
+bool TakesSmallAlgorithm(uint64_t bytes, size_t limit);
 
 // Chain broadcast: root -> root+1 -> ... -> root-1, pipelined by blocks; the root encodes once
 // and every other rank forwards the frames while it decodes its own copy. The chain's last
 // rank acknowledges to the root with an empty message.
 pipeline::Schedule ChainBroadcast(int rank, int size, uint64_t count, int root, bool in_place);
+
+// Binomial-tree broadcast: ceil(log2 size) hops from the root; every rank forwards the frames
+// it received, as they arrived, to its subtrees, and every leaf answers the root with an empty
+// message.
+pipeline::Schedule BinomialTreeBroadcast(int rank, int size, uint64_t count, int root, bool in_place);
 
 // Chain reduce: root+1 -> root+2 -> ... -> root, pipelined by blocks; each rank combines
 // (received op local) and sends the result on, re-encoded; the root combines into its output

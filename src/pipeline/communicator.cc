@@ -29,16 +29,18 @@ std::string OptionsSummary(const pipeline::TransportLanes& lanes) {
                       o.transport_lanes, ", compression ", compression,
                       ", pipeline blocks ", o.min_pipeline_block_bytes, " to ", o.pipeline_block_bytes,
                       " B, allreduce by recursive doubling up to ", o.recursive_doubling_bytes,
+                      " B, broadcast down a tree up to ", o.tree_broadcast_bytes,
                       " B, transport blocks ", *o.block_bytes, " B, op timeout ", absl::FormatDuration(o.op_timeout));
 }
 
-// Both ends of every link cut an operation into blocks by these sizes, and every rank of an
-// allreduce picks its algorithm by the last, so they must agree: a rank that differs fails here,
+// Both ends of every link cut an operation into blocks by the first two sizes, and every rank
+// of an allreduce or a broadcast picks its algorithm by the others, so they must agree: a rank that differs fails here,
 // naming both values, instead of at its first message.
 absl::Status CheckSharedOptionsAgree(transport::Bootstrap& bootstrap, const CommunicatorOptions& options) {
   const std::pair<const char*, uint64_t> mine[] = {{"pipeline_block_bytes", options.pipeline_block_bytes},
                                                    {"min_pipeline_block_bytes", options.min_pipeline_block_bytes},
-                                                   {"recursive_doubling_bytes", options.recursive_doubling_bytes}};
+                                                   {"recursive_doubling_bytes", options.recursive_doubling_bytes},
+                                                   {"tree_broadcast_bytes", options.tree_broadcast_bytes}};
   transport::WireWriter record;
   for (const auto& [name, value] : mine) record.U64(value);
   absl::StatusOr<std::vector<std::string>> all = bootstrap.AllGather(record.bytes(), absl::Now() + options.op_timeout);

@@ -109,6 +109,8 @@ absl::StatusOr<CommunicatorOptions> WithEnvironmentDefaults(const CommunicatorOp
             [](absl::string_view v) { return ParseBytes(v, 1); }, options),
       Apply(rank, "UCCLZIP_RECURSIVE_DOUBLING_BYTES", &O::recursive_doubling_bytes,
             [](absl::string_view v) { return ParseBytes(v, 0); }, options),
+      Apply(rank, "UCCLZIP_TREE_BROADCAST_BYTES", &O::tree_broadcast_bytes,
+            [](absl::string_view v) { return ParseBytes(v, 0); }, options),
       Apply(rank, "UCCLZIP_MIN_COMPRESS_BYTES", &O::min_compress_bytes,
             [](absl::string_view v) { return ParseBytes(v, 0); }, options),
       Apply(rank, "UCCLZIP_STAGING_POOL_BYTES", &O::staging_pool_bytes,

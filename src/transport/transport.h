@@ -170,6 +170,9 @@ class Transport {
   // Fails peers whose bootstrap connection hung up: the way dead peers show over transports
   // without UCX peer error handling, and often sooner than UCX notices.
   void WatchBootstrapConnections(absl::Time now);
+  // The same for one peer at once (a transfer to it failed).
+  void FailIfExited(Peer& peer);
+  void FailExitedPeer(Peer& peer);
   void FailPeer(int peer, const absl::Status& why);
   void CancelReceives(Op& op);
   void CloseEndpoint(Peer& peer, bool force);

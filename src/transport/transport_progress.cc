@@ -294,6 +294,11 @@ bool Transport::Advance(Op& op) {
     if (block.stage != BlockStage::kNetworkDone) continue;
     progressed = true;
     if (!block.network_status.ok()) {
+      // A transfer to a process that has exited fails by whatever UCX met first (over shared
+      // memory its segment is gone: "Shared memory error"), possibly before the next watch of the
+      // bootstrap connections: the op fails by the exit where that is the cause, as every
+      // other op with the peer will.
+      FailIfExited(peers_[op.peer]);
       op.Fail(block.network_status);
       CancelReceives(op);  // the other blocks of a failed receive would otherwise wait for the deadline
     }
@@ -457,12 +462,21 @@ void Transport::WatchBootstrapConnections(absl::Time now) {
   for (const pollfd& entry : fds) {
     if (!(entry.revents & (POLLRDHUP | POLLHUP | POLLERR))) continue;
     for (Peer& peer : peers_) {
-      if (peer.bootstrap_fd != entry.fd) continue;
-      peer.gone = true;
-      FailPeer(peer.rank, absl::UnavailableError(absl::StrCat(
-                              "peer ", peer.rank, " failed: its bootstrap connection hung up (the process exited)")));
+      if (peer.bootstrap_fd == entry.fd) FailExitedPeer(peer);
     }
   }
+}
+
+void Transport::FailIfExited(Peer& peer) {
+  if (peer.bootstrap_fd < 0 || peer.gone) return;
+  pollfd entry{peer.bootstrap_fd, POLLRDHUP, 0};
+  if (poll(&entry, 1, 0) > 0 && (entry.revents & (POLLRDHUP | POLLHUP | POLLERR))) FailExitedPeer(peer);
+}
+
+void Transport::FailExitedPeer(Peer& peer) {
+  peer.gone = true;
+  FailPeer(peer.rank, absl::UnavailableError(absl::StrCat(
+                          "peer ", peer.rank, " failed: its bootstrap connection hung up (the process exited)")));
 }
 
 void Transport::FailPeer(int rank, const absl::Status& why) {

@@ -27,7 +27,10 @@ struct Disagreement {
   // 3 ranks rank 1, which hears from both others before it sends them anything.
   int seer = 2;
   std::vector<std::string> seen;
-  bool ring = false;  // every allreduce by the ring (recursive_doubling_bytes 0)
+  bool rings_and_chains = false;  // recursive_doubling_bytes and tree_broadcast_bytes 0
+  // A rank that hears only from ranks that agree with it, and may then succeed with the data
+  // they agree on (-1: none; in a ring or chain every rank fails).
+  int may_succeed = -1;
 };
 
 class CollectiveDisagreement : public ::testing::TestWithParam<Disagreement> {};
@@ -36,11 +39,12 @@ TEST_P(CollectiveDisagreement, RanksThatDisagreeFailWithBothValues) {
   const Disagreement d = GetParam();
   ExpectRanksSucceeded(RunRanks({.world_size = 3}, [&](const RankContext& context) -> absl::Status {
     transport::TransportOptions options = ShortTimeoutOptions();
-    if (d.ring) options.recursive_doubling_bytes = 0;
+    if (d.rings_and_chains) options.recursive_doubling_bytes = options.tree_broadcast_bytes = 0;
     auto comm = CreateCommunicator(context, options);
     if (!comm.ok()) return comm.status();
     const CollectiveCase& mine = context.rank == 1 ? d.odd : d.agreed;
     absl::Status status = RunAndCheck(**comm, mine, 3);
+    if (status.ok() && context.rank == d.may_succeed) return absl::OkStatus();
     if (status.ok()) return absl::InternalError(absl::StrCat("rank ", context.rank, " succeeded"));
     if (context.rank == d.seer) {
       return ExpectError(status, absl::StatusCode::kInvalidArgument, d.seen, absl::StrCat("rank ", d.seer));
@@ -83,7 +87,14 @@ INSTANTIATE_TEST_SUITE_P(
                       "rank 2 called allreduce of 131072"}},
         Disagreement{"root", {.kind = Collective::kBroadcast, .count = 5000, .root = 0},
                      {.kind = Collective::kBroadcast, .count = 5000, .root = 1}, 2,
-                     {"peer 1 called broadcast of 5000 elements of bf16 (root 1)", "(root 0)"}},
+                     {"peer 1 called broadcast of 5000 elements of bf16 (root 1)", "(root 0)"}, true},
+        // Down the tree (10 KB: the default) rank 1, a root in its own eyes, sends to rank 0,
+        // which waits for its leaves' answers; rank 2 receives root 0's message (whose bits
+        // RunAndCheck checks) and answers it, hearing nothing from rank 1.
+        Disagreement{"tree_root", {.kind = Collective::kBroadcast, .count = 5000, .root = 0},
+                     {.kind = Collective::kBroadcast, .count = 5000, .root = 1}, 0,
+                     {"peer 1 called broadcast of 5000 elements of bf16 (root 1)", "rank 0 called broadcast"},
+                     false, 2},
         Disagreement{"operation", AllReduceOf(3000), {.kind = Collective::kAllGather, .count = 3000}, 2,
                      {"peer 1 called allgather of 3000", "rank 2 called allreduce of 3000"}},
         // Reduces to root 0 run 1 -> 2 -> 0, to root 2 0 -> 1 -> 2: rank 1 heads the chain of

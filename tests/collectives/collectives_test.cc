@@ -33,18 +33,19 @@ void RunCases(int world, const std::vector<CollectiveCase>& cases, const transpo
                                 }));
 }
 
-// The matrix once with every allreduce as a ring (recursive_doubling_bytes 0), and its
-// allreduces again by recursive doubling (the default for these 2 KB vectors), which at 3 ranks
-// also folds and unfolds.
+// The matrix once with rings and chains alone (recursive_doubling_bytes and
+// tree_broadcast_bytes 0), and its allreduces and broadcasts again by the algorithms for small
+// messages (the default for these 2 KB vectors): recursive doubling, which at 3 ranks also folds
+// and unfolds, and the binomial tree.
 class CollectivesMatrix : public ::testing::TestWithParam<bool> {};
 
 TEST_P(CollectivesMatrix, EveryOperationTypeAndReductionAtAnOddWorldSize) {
-  const bool recursive_doubling = GetParam();
+  const bool small_algorithms = GetParam();
   transport::TransportOptions options = PipelineOptions();
-  if (!recursive_doubling) options.recursive_doubling_bytes = 0;
+  if (!small_algorithms) options.recursive_doubling_bytes = options.tree_broadcast_bytes = 0;
   std::vector<CollectiveCase> cases;
   for (Collective kind : kEveryCollective) {
-    if (recursive_doubling && kind != Collective::kAllReduce) continue;
+    if (small_algorithms && kind != Collective::kAllReduce && kind != Collective::kBroadcast) continue;
     for (DataType dtype : kReducibleTypes) {
       for (CompressionMode mode : {CompressionMode::kOn, CompressionMode::kOff}) {
         const Distribution dist = IsCompressibleType(dtype) ? Distribution{DistKind::kGaussian, 0.5}
@@ -63,7 +64,7 @@ TEST_P(CollectivesMatrix, EveryOperationTypeAndReductionAtAnOddWorldSize) {
 }
 
 INSTANTIATE_TEST_SUITE_P(, CollectivesMatrix, ::testing::Bool(),
-                         [](const auto& info) { return info.param ? "RecursiveDoubling" : "Ring"; });
+                         [](const auto& info) { return info.param ? "SmallMessageAlgorithms" : "RingsAndChains"; });
 
 // An allreduce of up to recursive_doubling_bytes (here 8 KiB) runs by recursive doubling, one
 // element more by the ring, each giving its own order's bits, compressed and not, in place and

@@ -278,6 +278,8 @@ void ForEachCase(const std::function<void(const std::string&, const std::vector<
             AllRanks(world, [&](int r) { return RecursiveDoublingAllReduce(r, world, count, ReduceOp::kSum, in_place); }));
     }
     check("broadcast " + what, AllRanks(world, [&](int r) { return ChainBroadcast(r, world, count, 1 % world, false); }));
+    check("tree broadcast " + what,
+          AllRanks(world, [&](int r) { return BinomialTreeBroadcast(r, world, count, 1 % world, false); }));
     check("reduce " + what, AllRanks(world, [&](int r) { return ChainReduce(r, world, count, ReduceOp::kSum, 0, false); }));
   }
 }
@@ -320,6 +322,8 @@ TEST(LinkOrderSimulation, GroupsOfCollectivesFinishWithTheEnginesSlots) {
           {"broadcast from 1, allreduce", {cast1, reduce}},
           {"recursive doubling allreduce, allgather, recursive doubling allreduce", {doubling, gather, doubling}},
           {"allreduce, recursive doubling allreduce", {reduce, doubling}},
+          {"tree broadcast from 0, allgather, broadcast from 1",
+           {AllRanks(world, [&](int r) { return BinomialTreeBroadcast(r, world, count, 0, false); }), gather, cast1}},
       };
       // Point-to-point calls in the same groups: a weight sync from rank 0 to every other rank
       // beside an allgather, and a shift (each rank to the next) beside an allreduce.

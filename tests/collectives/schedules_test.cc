@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <bit>
 #include <functional>
 #include <optional>
 
@@ -61,6 +62,8 @@ TEST(Schedules, EveryLinkMatchesAtEveryWorldSize) {
       for (int root = 0; root < world; ++root) {
         ExpectLinksMatch(AllRanks(world, [&](int r) { return ChainBroadcast(r, world, count, root, false); }),
                          absl::StrCat("broadcast root ", root, " ", what));
+        ExpectLinksMatch(AllRanks(world, [&](int r) { return BinomialTreeBroadcast(r, world, count, root, false); }),
+                         absl::StrCat("tree broadcast root ", root, " ", what));
         ExpectLinksMatch(AllRanks(world, [&](int r) { return ChainReduce(r, world, count, ReduceOp::kSum, root, false); }),
                          absl::StrCat("reduce root ", root, " ", what));
       }
@@ -82,6 +85,8 @@ void ForEachAlgorithm(const std::function<void(const std::string&, const std::ve
       for (int root = 0; root < world; ++root) {
         check(absl::StrCat("broadcast root ", root, " ", what),
               AllRanks(world, [&](int r) { return ChainBroadcast(r, world, count, root, false); }));
+        check(absl::StrCat("tree broadcast root ", root, " ", what),
+              AllRanks(world, [&](int r) { return BinomialTreeBroadcast(r, world, count, root, true); }));
         check(absl::StrCat("reduce root ", root, " ", what),
               AllRanks(world, [&](int r) { return ChainReduce(r, world, count, ReduceOp::kMax, root, false); }));
       }
@@ -94,7 +99,9 @@ size_t PositionOf(const std::vector<pipeline::StepBlock>& link, pipeline::StepBl
 }
 
 // The engine gives pinned host frames, where forwarded blocks land, to one peer's receive slots
-// only (pipeline::ForwardedPeer): every algorithm must forward what it receives from that peer.
+// only (pipeline::ForwardedPeer): every algorithm for large messages must forward what it
+// receives from that peer. (The binomial tree forwards from its parent: where device memory is
+// staged its small blocks go out through the device.)
 TEST(Schedules, EveryForwardIsOfWhatThePredecessorSent) {
   for (int world = 1; world <= 8; ++world) {
     for (int rank = 0; rank < world; ++rank) {
@@ -366,6 +373,55 @@ TEST(Schedules, RecursiveDoublingOrdersItsWritesAfterTheReadsOfTheSameMemory) {
           EXPECT_EQ(step.after_send, unordered_readers.empty() ? -1 : unordered_readers[0]) << what;
         }
       }
+    }
+  }
+}
+
+// Down the binomial tree from every root: each other rank receives the message once, from a
+// rank that has it by then, at most ceil(log2 n) messages from the root; whoever forwards
+// sends what it received; every rank that forwards nothing answers the root, which waits for
+// each of them.
+TEST(Schedules, TreeBroadcastReachesEveryRankInLogarithmicallyManyHops) {
+  for (int world = 1; world <= 9; ++world) {
+    const int depth = world > 1 ? std::bit_width(static_cast<unsigned>(world - 1)) : 0;
+    for (int root = 0; root < world; ++root) {
+      const std::string what = absl::StrCat(world, " ranks, root ", root);
+      const std::vector<Schedule> schedules =
+          AllRanks(world, [&](int r) { return BinomialTreeBroadcast(r, world, 10, root, false); });
+      std::vector<int> hops(world, -1);
+      hops[root] = 0;
+      for (bool moved = true; moved;) {
+        moved = false;
+        for (int r = 0; r < world; ++r) {
+          if (hops[r] < 0) continue;
+          for (const pipeline::SendStep& send : schedules[r].sends) {
+            if (send.chunk.count == 0 || hops[send.peer] >= 0) continue;
+            hops[send.peer] = hops[r] + 1;
+            moved = true;
+          }
+        }
+      }
+      int leaves = 0;
+      for (int r = 0; r < world; ++r) {
+        EXPECT_GE(hops[r], 0) << what << ": rank " << r << " is never reached";
+        EXPECT_LE(hops[r], depth) << what << ", rank " << r;
+        if (r == root) continue;
+        ASSERT_EQ(schedules[r].recvs.size(), 1u) << what << ", rank " << r;
+        EXPECT_EQ(schedules[r].recvs[0].count, 10u) << what;
+        int forwards = 0, answers = 0;
+        for (const pipeline::SendStep& send : schedules[r].sends) {
+          if (send.chunk.count == 0) {
+            EXPECT_EQ(send.peer, root) << what << ", rank " << r;
+            ++answers;
+            continue;
+          }
+          ++forwards;
+          EXPECT_EQ(send.source, pipeline::SendStep::Source::kForward) << what << ", rank " << r;
+        }
+        EXPECT_EQ(answers, forwards == 0 ? 1 : 0) << what << ", rank " << r;
+        leaves += forwards == 0;
+      }
+      EXPECT_EQ(schedules[root].recvs.size(), static_cast<size_t>(leaves)) << what;
     }
   }
 }

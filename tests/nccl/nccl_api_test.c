@@ -42,7 +42,8 @@ static int rank = -1;
 #define NCCL_FAILS(call, want, text)                                                              \
   do {                                                                                            \
     ncclResult_t result_ = (call);                                                                \
-    CHECK(result_ == (want), "%s returned %s, not %s", #call, ncclGetErrorString(result_), ncclGetErrorString(want)); \
+    CHECK(result_ == (want), "%s returned %s, not %s (last error \"%s\")", #call, ncclGetErrorString(result_),    \
+          ncclGetErrorString(want), ncclGetLastError(NULL));                                             \
     CHECK(strstr(ncclGetLastError(NULL), (text)) != NULL, "%s: last error \"%s\" does not say \"%s\"", #call, \
           ncclGetLastError(NULL), (text));                                                        \
   } while (0)

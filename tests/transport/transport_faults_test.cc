@@ -130,6 +130,47 @@ TEST_P(TransportFaults, StalledPeerFailsTheOperationAfterTheTimeout) {
   ExpectRanksSucceeded(outcomes);
 }
 
+// Rank 1 exits once the communicator has formed; rank 0 then sends to it, the first transfer
+// between them. Over shared memory UCX fails the send at once ("Shared memory error": the
+// segment went with the process), before the bootstrap watch has seen the exit: the send must
+// still fail as a failure of the peer, naming it (it was an internal error, which the NCCL
+// layer turned into ncclInternalError instead of ncclRemoteError). A receive from it fails the
+// same way.
+TEST_P(TransportFaults, TransfersToAnExitedPeerFailByItsExit) {
+  const std::string tls = GetParam();
+  auto outcomes = RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
+    const TransportOptions options = ShortTimeouts(tls);
+    auto communicator = CreateCommunicator(context, options);
+    if (!communicator.ok()) return communicator.status();
+    transport::Bootstrap& bootstrap = internal::CommunicatorAccess::BootstrapOf(**communicator);
+    if (absl::Status s = bootstrap.Barrier(absl::Now() + absl::Seconds(20)); !s.ok()) return s;
+    if (context.rank == 1) _exit(0);
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    transport::Transport& transport = TransportOf(**communicator);
+    std::vector<uint8_t> buffer(4096, 7);
+    const absl::Time start = absl::Now();
+    std::shared_ptr<transport::Request> pending[2] = {
+        transport.Send(1, buffer.data(), buffer.size(), MemoryType::kHost, OpTag{1, 0}),
+        transport.Recv(1, buffer.data(), buffer.size(), MemoryType::kHost, OpTag{2, 0})};
+    for (auto& request : pending) {
+      absl::Status status = request->Wait(absl::Now() + absl::Seconds(30));
+      // Over tcp a small send may be taken by the kernel before the connection reports the exit.
+      if (status.ok() && request == pending[0] && tls == "tcp") continue;
+      if (absl::Status s = ExpectFailure(status, {"rank 0", "peer 1 failed"}, "a transfer with the exited rank");
+          !s.ok()) {
+        return s;
+      }
+      // Whichever shows the failure first (the bootstrap connection's hang-up, UCX's endpoint
+      // error), it is the peer's: never an internal error.
+      if (!absl::IsUnavailable(status) && !absl::IsDeadlineExceeded(status)) {
+        return absl::InternalError(absl::StrCat("a transfer with the exited rank failed as ", status.ToString()));
+      }
+    }
+    return WithinLimit(absl::Now() - start, options.op_timeout, "failing the transfers");
+  });
+  ExpectRanksSucceeded(outcomes);
+}
+
 INSTANTIATE_TEST_SUITE_P(, TransportFaults, ::testing::Values("tcp", "posix,sysv"),
                          [](const auto& info) { return info.param == "tcp" ? std::string("tcp") : std::string("shm"); });
 
