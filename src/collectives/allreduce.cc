@@ -1,16 +1,10 @@
 // AllReduce: recursive doubling up to CommunicatorOptions::recursive_doubling_bytes, the ring
-// above it (docs/COLLECTIVES.md, "Allreduce: which algorithm"). The choice depends only on the
-// count, the type and an option that Create has checked every rank shares, so every rank of a
-// call runs the same algorithm.
+// above it (docs/COLLECTIVES.md). The choice depends only on the count, the type and an option
+// that Create has checked every rank shares, so every rank of a call runs the same algorithm.
 #include "collectives/collective_args.h"
 #include "collectives/schedules.h"
 
 namespace ucclzip {
-namespace collectives {
-
-bool TakesSmallAlgorithm(uint64_t bytes, size_t limit) { return limit > 0 && bytes <= limit; }
-
-}  // namespace collectives
 
 Operation Communicator::AllReduce(const void* sendbuff, void* recvbuff, size_t count, DataType dtype, ReduceOp op,
                                   cudaStream_t stream, const CollectiveOptions& options) {

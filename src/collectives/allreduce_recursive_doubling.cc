@@ -4,7 +4,7 @@
 //  2. the p ranks left (virtual rank v: r/2 for the odd r < 2 rem, r - rem above) exchange
 //     their whole partial result with v XOR 2^j at step j (j = 0 .. log2 p - 1) and combine;
 //  3. unfold: each odd r < 2 rem sends the result to r-1.
-// So log2(p) hops, plus two where n is not a power of two. Both partners of a step combine the
+// So log2(p) messages in a row, at most two more where n is not a power of two. Both partners of a step combine the
 // same two partial results, in opposite operand order: the operators give the same bits either
 // way (codec/reduce_math.h), so every rank ends with the same bits, the result of a fixed tree
 // over the inputs that depends only on n (docs/COLLECTIVES.md). avg divides at the last step.

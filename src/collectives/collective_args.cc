@@ -67,4 +67,6 @@ absl::Status CheckArgs(const CollectiveArgs& args) {
   return absl::OkStatus();
 }
 
+bool TakesSmallAlgorithm(uint64_t bytes, size_t limit) { return limit > 0 && bytes <= limit; }
+
 }  // namespace ucclzip::collectives

@@ -1,6 +1,7 @@
 // Checks of a collective's arguments on the calling rank, before anything is posted: the root,
 // types and operators it supports, sizes that overflow, and buffers that overlap other
-// than in NCCL's in-place layout. Errors name the rank, the operation and the sizes.
+// than in NCCL's in-place layout. Errors name the rank, the operation and the sizes. Then what
+// a checked call becomes: its algorithm by size, and the engine's call.
 #pragma once
 
 #include <cstddef>
@@ -40,6 +41,10 @@ bool InPlace(const CollectiveArgs& args);
 
 // "rank 2: allreduce (1000 elements of bf16, sum)"; `op` for reductions, `root` for broadcast and reduce.
 std::string OperationName(int rank, pipeline::OperationKind kind, uint64_t count, DataType dtype, ReduceOp op, int root);
+
+// Whether an operation of `bytes` takes the algorithm built for small messages (recursive
+// doubling, the binomial tree) under its option's `limit` in bytes (0: never).
+bool TakesSmallAlgorithm(uint64_t bytes, size_t limit);
 
 // The engine's call for a checked collective.
 pipeline::Call MakeCall(pipeline::Schedule schedule, const CollectiveArgs& args, cudaStream_t stream,

@@ -38,9 +38,6 @@ pipeline::Schedule RingAllReduce(int rank, int size, uint64_t count, ReduceOp op
 // power of two; the result is a fixed tree over the inputs (docs/COLLECTIVES.md).
 pipeline::Schedule RecursiveDoublingAllReduce(int rank, int size, uint64_t count, ReduceOp op, bool in_place);
 
-// Whether an operation of `bytes` takes the algorithm built for small messages (recursive
-// doubling, the binomial tree) under the option's `limit` in bytes (0: never).
-bool TakesSmallAlgorithm(uint64_t bytes, size_t limit);
 
 // Chain broadcast: root -> root+1 -> ... -> root-1, pipelined by blocks; the root encodes once
 // and every other rank forwards the frames while it decodes its own copy. The chain's last

@@ -34,8 +34,8 @@ std::string OptionsSummary(const pipeline::TransportLanes& lanes) {
 }
 
 // Both ends of every link cut an operation into blocks by the first two sizes, and every rank
-// of an allreduce or a broadcast picks its algorithm by the others, so they must agree: a rank that differs fails here,
-// naming both values, instead of at its first message.
+// of an allreduce or a broadcast picks its algorithm by the others, so they must agree: a rank
+// that differs fails here, naming both values, instead of at its first message.
 absl::Status CheckSharedOptionsAgree(transport::Bootstrap& bootstrap, const CommunicatorOptions& options) {
   const std::pair<const char*, uint64_t> mine[] = {{"pipeline_block_bytes", options.pipeline_block_bytes},
                                                    {"min_pipeline_block_bytes", options.min_pipeline_block_bytes},
