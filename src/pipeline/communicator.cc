@@ -216,6 +216,13 @@ transport::Bootstrap& CommunicatorAccess::BootstrapOf(Communicator& communicator
 absl::StatusOr<std::unique_ptr<Communicator>> CommunicatorAccess::Create(const BootstrapConfig& bootstrap,
                                                                          const transport::TransportOptions& options) {
   auto impl = std::make_unique<Communicator::Impl>();
+  // This rank's own resources first: a rank that fails on them then fails before it has joined
+  // the others, not while they still connect to it (they then see its bootstrap fail, naming it).
+  absl::StatusOr<std::unique_ptr<HostCodecThreads>> cpu_codec_threads = HostCodecThreads::Create(options.cpu_codec_threads);
+  if (!cpu_codec_threads.ok()) {
+    return absl::Status(cpu_codec_threads.status().code(),
+                        absl::StrCat("rank ", bootstrap.rank, ": ", cpu_codec_threads.status().message()));
+  }
   absl::StatusOr<std::unique_ptr<transport::Bootstrap>> joined = transport::Bootstrap::Create(bootstrap);
   if (!joined.ok()) return joined.status();
   impl->bootstrap = std::move(*joined);
@@ -224,11 +231,6 @@ absl::StatusOr<std::unique_ptr<Communicator>> CommunicatorAccess::Create(const B
       pipeline::TransportLanes::Create(*impl->bootstrap, options);
   if (!created.ok()) return created.status();
   impl->lanes = std::move(*created);
-  absl::StatusOr<std::unique_ptr<HostCodecThreads>> cpu_codec_threads = HostCodecThreads::Create(options.cpu_codec_threads);
-  if (!cpu_codec_threads.ok()) {
-    return absl::Status(cpu_codec_threads.status().code(),
-                        absl::StrCat("rank ", impl->lanes->rank(), ": ", cpu_codec_threads.status().message()));
-  }
   const int codec_threads = (*cpu_codec_threads)->threads();
   impl->engine = std::make_unique<pipeline::Engine>(*impl->lanes, options, std::move(*cpu_codec_threads));
   UCCLZIP_LOG(kInfo) << "rank " << bootstrap.rank << " of " << bootstrap.world_size << ": communicator ready: "

@@ -170,9 +170,9 @@ class Transport {
   // Fails peers whose bootstrap connection hung up: the way dead peers show over transports
   // without UCX peer error handling, and often sooner than UCX notices.
   void WatchBootstrapConnections(absl::Time now);
-  // The same for one peer at once (a transfer to it failed).
-  void FailIfExited(Peer& peer);
-  void FailExitedPeer(Peer& peer);
+  // Fails the peers whose transfers broke while AdvanceChanged ran (it iterates the op lists
+  // that failing a peer changes).
+  void FailBrokenPeers();
   void FailPeer(int peer, const absl::Status& why);
   void CancelReceives(Op& op);
   void CloseEndpoint(Peer& peer, bool force);
@@ -235,6 +235,7 @@ class Transport {
   std::unique_ptr<StagingPath> host_staging_;
   std::unique_ptr<StagingPath> device_staging_;
   bool any_endpoint_error_ = false;
+  std::vector<std::pair<int, absl::Status>> broken_peers_;  // progress thread: for FailBrokenPeers
   int copies_in_flight_ = 0;
   absl::Time last_work_;
   // How often the progress thread slept with operations pending, and how often it then found

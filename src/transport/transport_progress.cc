@@ -45,6 +45,25 @@ constexpr absl::Duration kSweepInterval = absl::Milliseconds(5);
 
 // A staged op waits for staging blocks (a receive also for its message to arrive) and for its
 // copies, which no callback reports: the progress thread polls it.
+// Whether a failed transfer means the connection to its peer is broken: not a truncation or a
+// size mismatch (InvalidArgument, the peers disagree) nor a cancellation (ours), but what UCX
+// reports of the link itself (unreachable, reset, timed out, or its catch-all errors, such as
+// a shared memory segment gone with its process).
+bool BreaksConnection(const absl::Status& status) {
+  return absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status) || absl::IsInternal(status);
+}
+
+// Whether the bootstrap connection `fd` has hung up: its peer's process has exited.
+bool HungUp(int fd) {
+  pollfd entry{fd, POLLRDHUP, 0};
+  return fd >= 0 && poll(&entry, 1, 0) > 0 && (entry.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
+
+absl::Status ExitedStatus(int peer) {
+  return absl::UnavailableError(
+      absl::StrCat("peer ", peer, " failed: its bootstrap connection hung up (the process exited)"));
+}
+
 bool NeedsPolling(const Op& op) {
   return op.staged && (op.copies_in_flight > 0 || (op.error.ok() && op.next_block < op.blocks.size()));
 }
@@ -93,6 +112,7 @@ void Transport::ProgressLoop() {
     work |= ucp_worker_progress(context_->worker()) != 0;
     if (any_endpoint_error_) HandleEndpointErrors();
     work |= AdvanceChanged();
+    if (!broken_peers_.empty()) FailBrokenPeers();
     const absl::Time now = absl::Now();
     SweepIfDue(now);
     WatchBootstrapConnections(now);
@@ -294,12 +314,20 @@ bool Transport::Advance(Op& op) {
     if (block.stage != BlockStage::kNetworkDone) continue;
     progressed = true;
     if (!block.network_status.ok()) {
-      // A transfer to a process that has exited fails by whatever UCX met first (over shared
-      // memory its segment is gone: "Shared memory error"), possibly before the next watch of the
-      // bootstrap connections: the op fails by the exit where that is the cause, as every
-      // other op with the peer will.
-      FailIfExited(peers_[op.peer]);
-      op.Fail(block.network_status);
+      // A transfer to a process that is exiting fails by whatever UCX met first (over shared
+      // memory its segment is gone, "Shared memory error", while its sockets may still be open):
+      // the peer has failed, and the op fails as every other op with it will (once this pass
+      // has advanced its ops: FailBrokenPeers), by its exit where that already shows.
+      absl::Status why = block.network_status;
+      if (BreaksConnection(why)) {
+        Peer& peer = peers_[op.peer];
+        peer.gone |= HungUp(peer.bootstrap_fd);
+        why = peer.gone ? ExitedStatus(op.peer)
+                        : absl::UnavailableError(
+                              absl::StrCat("peer ", op.peer, " failed: UCX failed a transfer with it (", why.message(), ")"));
+        broken_peers_.emplace_back(op.peer, why);
+      }
+      op.Fail(why);
       CancelReceives(op);  // the other blocks of a failed receive would otherwise wait for the deadline
     }
     if (op.kind == OpKind::kRecv && op.staged && op.error.ok()) {
@@ -462,21 +490,17 @@ void Transport::WatchBootstrapConnections(absl::Time now) {
   for (const pollfd& entry : fds) {
     if (!(entry.revents & (POLLRDHUP | POLLHUP | POLLERR))) continue;
     for (Peer& peer : peers_) {
-      if (peer.bootstrap_fd == entry.fd) FailExitedPeer(peer);
+      if (peer.bootstrap_fd != entry.fd) continue;
+      peer.gone = true;
+      FailPeer(peer.rank, ExitedStatus(peer.rank));
     }
   }
 }
 
-void Transport::FailIfExited(Peer& peer) {
-  if (peer.bootstrap_fd < 0 || peer.gone) return;
-  pollfd entry{peer.bootstrap_fd, POLLRDHUP, 0};
-  if (poll(&entry, 1, 0) > 0 && (entry.revents & (POLLRDHUP | POLLHUP | POLLERR))) FailExitedPeer(peer);
-}
-
-void Transport::FailExitedPeer(Peer& peer) {
-  peer.gone = true;
-  FailPeer(peer.rank, absl::UnavailableError(absl::StrCat(
-                          "peer ", peer.rank, " failed: its bootstrap connection hung up (the process exited)")));
+void Transport::FailBrokenPeers() {
+  std::vector<std::pair<int, absl::Status>> broken;
+  broken.swap(broken_peers_);
+  for (const auto& [peer, why] : broken) FailPeer(peer, why);
 }
 
 void Transport::FailPeer(int rank, const absl::Status& why) {
