@@ -105,6 +105,8 @@ TEST_P(CollectivesDeviceRelays, ForwardFromTheHostWhereDeviceMemoryIsStaged) {
   UCCLZIP_SKIP_WITHOUT_GPU();
   transport::TransportOptions options = SmallBlockOptions(64 << 10, 32 << 10);
   options.forward_from_host = GetParam();
+  // The chain and the ring: the binomial tree would send these 200 KB from the root to both.
+  options.tree_broadcast_bytes = 0;
   const uint64_t block_elements = (64 << 10) / ElementSize(DataType::kBFloat16);
   ExpectRanksSucceeded(RunRanks({.world_size = 3}, [&](const RankContext& context) -> absl::Status {
     if (cudaSetDevice(0) != cudaSuccess) return absl::InternalError("cudaSetDevice");

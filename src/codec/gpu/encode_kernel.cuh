@@ -12,6 +12,7 @@
 #include <cuda/std/functional>
 
 #include "codec/frame_format.h"
+#include "codec/gpu/dependent_launch.cuh"
 #include "codec/gpu/device_workspace.h"
 #include "codec/gpu/element_access.cuh"
 #include "codec/rans_model.h"
@@ -95,6 +96,7 @@ __device__ inline void PlaceTileTable(const EncodeArgs& args, uint32_t tile, uin
 
 template <typename Split, bool kAligned>
 __global__ void __launch_bounds__(32) EncodeKernel(EncodeArgs args) {
+  WaitForPriorKernel();  // the tile model's tables (and, before it, the split kernel's output)
   __shared__ EncoderSymbol symbols[kAlphabetSize];
   __shared__ typename ChunkPrefixOp::TempStorage prefix_storage;
   __shared__ uint32_t chunk_smem;

@@ -20,6 +20,7 @@ struct GpuCodec::Workspace {
   ChunkScanState chunk_scan;
   codec::gpu::TileWorkspace tiles{};
   int sm_count = 0;
+  bool dependent_launch = false;  // codec::gpu::DependentLaunchAllowed
   // Pinned: the device's encode and decode error words, as QueueStatusRead's copy found them.
   uint32_t* host_errors = nullptr;
 
@@ -124,6 +125,7 @@ absl::StatusOr<std::unique_ptr<GpuCodec>> GpuCodec::Create(uint64_t max_count) {
       return s;
     }
   }
+  if (auto s = CudaStatus(codec::gpu::DependentLaunchAllowed(&ws->dependent_launch), context); !s.ok()) return s;
   ws->chunk_scan.Init(static_cast<int>(max_chunks), ws->chunk_scan_storage, scan_bytes);
   return std::unique_ptr<GpuCodec>(new GpuCodec(max_count, std::move(ws)));
 }
@@ -166,6 +168,7 @@ absl::Status GpuCodec::Compress(const void* input, uint64_t count, DataType dtyp
   launch.sm_count = workspace_->sm_count;
   launch.stream = stream;
   launch.split_done = split_done;
+  launch.dependent_launch = workspace_->dependent_launch;
   cudaError_t err = plan->split ? codec::VisitSplit(
                                       dtype, [&]<typename Split>() { return codec::gpu::LaunchCompress<Split>(launch); },
                                       [] { return cudaErrorInvalidValue; })

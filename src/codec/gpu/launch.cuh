@@ -36,8 +36,8 @@ cudaError_t LaunchCompressAs(const CompressLaunch& launch) {
   if (cudaError_t err = LaunchTileModel(launch); err != cudaSuccess) return err;
   const EncodeArgs encode{launch.input,      launch.count,   launch.frame, launch.layout, launch.workspace,
                           launch.chunk_scan, launch.scratch, launch.tiles};
-  EncodeKernel<Split, kAligned><<<launch.layout.num_chunks, 32, 0, launch.stream>>>(encode);
-  return cudaGetLastError();
+  return LaunchAfterPriorKernel(launch.dependent_launch, EncodeKernel<Split, kAligned>, launch.layout.num_chunks, 32,
+                                launch.stream, encode);
 }
 
 template <typename Split>

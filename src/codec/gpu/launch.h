@@ -26,6 +26,7 @@ struct CompressLaunch {
   int sm_count;
   cudaStream_t stream;
   cudaEvent_t split_done;  // may be null
+  bool dependent_launch;   // the tile model and encode kernels as dependents (dependent_launch.cuh)
 };
 
 struct DecompressLaunch {
@@ -83,5 +84,11 @@ template <DataType kType>
 cudaError_t PreloadCombineKernels();
 cudaError_t PreloadStoredKernel();
 cudaError_t PreloadTileModelKernel();
+
+// Whether the compress kernels may be launched as dependents on the current device: it is
+// Hopper or later, and the kernels were compiled for it (their PTX for sm_90 or later, so that
+// they wait for the kernel before them; a build for an older device, run on a newer one through
+// its PTX, would not).
+cudaError_t DependentLaunchAllowed(bool* allowed);
 
 }  // namespace ucclzip::codec::gpu

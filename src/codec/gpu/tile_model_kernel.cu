@@ -5,6 +5,7 @@
 // and the table's bytes (WriteTileTable's format) for the encode kernel to place in the frame.
 #include "codec/frame_format.h"
 #include "codec/gpu/block_model.cuh"
+#include "codec/gpu/dependent_launch.cuh"
 #include "codec/gpu/launch.h"
 #include "codec/rans_model.h"
 
@@ -50,6 +51,7 @@ __device__ void StoreOwnTable(const TileModelArgs& args, uint32_t tile, uint32_t
 }
 
 __global__ void __launch_bounds__(kModelThreads) TileModelKernel(TileModelArgs args) {
+  WaitForPriorKernel();  // the split kernel's histograms, table and mode
   __shared__ ModelStorage storage;
   const uint32_t tile = blockIdx.x, s = threadIdx.x;
   uint32_t* histogram = args.tiles.histograms + uint64_t{tile} * kAlphabetSize;
@@ -73,13 +75,27 @@ __global__ void __launch_bounds__(kModelThreads) TileModelKernel(TileModelArgs a
 
 cudaError_t LaunchTileModel(const CompressLaunch& launch) {
   const TileModelArgs args{launch.frame, launch.count, launch.layout, launch.workspace, launch.tiles};
-  TileModelKernel<<<launch.layout.num_tiles, kModelThreads, 0, launch.stream>>>(args);
-  return cudaGetLastError();
+  return LaunchAfterPriorKernel(launch.dependent_launch, TileModelKernel, launch.layout.num_tiles, kModelThreads,
+                                launch.stream, args);
 }
 
 cudaError_t PreloadTileModelKernel() {
   cudaFuncAttributes attributes;
   return cudaFuncGetAttributes(&attributes, TileModelKernel);
+}
+
+// Every codec kernel is compiled with the same architectures, so the tile model's PTX version
+// stands for the encode kernels' too.
+cudaError_t DependentLaunchAllowed(bool* allowed) {
+  *allowed = false;
+  int device = 0, major = 0;
+  cudaFuncAttributes attributes;
+  for (cudaError_t err : {cudaGetDevice(&device), cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device),
+                          cudaFuncGetAttributes(&attributes, TileModelKernel)}) {
+    if (err != cudaSuccess) return err;
+  }
+  *allowed = major >= 9 && attributes.ptxVersion >= 90;
+  return cudaSuccess;
 }
 
 }  // namespace ucclzip::codec::gpu
