@@ -16,6 +16,8 @@
 #   MPS=1   run it                            BUILD  build folder (default: build)
 #   MPS_TESTS  gtest filter of the tests run first (default: the 4-rank, small and group suites)
 #   MPS_BENCH=0  the refusal and the tests only
+#   MPS_SCRIPTS  the benchmark scripts of benchmarks/gpu run under MPS, with their variables
+#          (default: collectives; e.g. "small-collectives" for the latency of small messages)
 set -uo pipefail
 OUT=${OUT:?set OUT to the folder for the logs}
 build=${BUILD:-build}
@@ -65,4 +67,7 @@ if ! timeout -k 10 120 "$build/tests/collectives/collectives_test" --gtest_filte
 fi
 echo "under MPS: $(grep -E "PASSED|tests ran" "$OUT/mps/tests.log" | tr '\n' ' ')"
 [[ ${MPS_BENCH:-1} == 0 ]] && exit 0
-OUT="$OUT/mps" bash "$(dirname "$0")/collectives.sh"
+for script in ${MPS_SCRIPTS:-collectives}; do
+  echo "== under MPS: $script"
+  OUT="$OUT/mps" bash "$(dirname "$0")/$script.sh"
+done

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# One collective benchmark under two environments, taking turns (the order reversed every other
+# round), to settle whether a setting of the library's environment (docs/API.md, "Environment")
+# moves a time beyond the machine's drift: e.g. AB_B="UCCLZIP_HOLD_STREAM=0" against the
+# default. Rows go to $OUT/env-ab.jsonl, tagged with the side ("A" or "B") and the round; the
+# summary gives, per case and size, the median over the rounds of A's and B's time and A / B.
+#   BUILD  build folder (default: build)
+#   AB_A, AB_B  the two sides: space-separated NAME=VALUE settings (default: none, i.e. as is)
+#   AB_CASES  space-separated OP:RANKS:TLS (default "allreduce:4:tcp allreduce:4:posix,sysv
+#          broadcast:4:tcp broadcast:2:tcp")
+#   AB_ARGS  the benchmark's other arguments (default: device memory, off, bf16, 8 B to 16 MB by 8)
+#   ROUNDS (default 2)
+#   AB_CU13=1  both sides run the build against the CUDA-enabled UCX 1.22 that scripts/gpu-run
+#          made (CU13_BUILD, CU13_UCX), e.g. to A/B a setting on UCX 1.22's tcp
+set -uo pipefail
+bench="${BUILD:-build}/benchmarks/ucclzip-bench"
+if [[ ${AB_CU13:-0} == 1 ]]; then
+  if [[ -z ${CU13_BUILD:-} || ! -d ${CU13_UCX:-/nonexistent}/lib ]]; then
+    echo "env-ab: AB_CU13=1 but scripts/gpu-run built no CUDA-enabled UCX"; exit 1
+  fi
+  bench="$CU13_BUILD/benchmarks/ucclzip-bench"
+  export LD_LIBRARY_PATH="$CU13_UCX/lib:${LD_LIBRARY_PATH:-}" UCX_MODULE_DIR="$CU13_UCX/lib/ucx"
+fi
+OUT=${OUT:?set OUT to the folder for the logs}
+mkdir -p "$OUT"
+rows="$OUT/env-ab.jsonl"
+: >"$rows"
+read -r -a args <<<"${AB_ARGS:---memory device --compress off -d bf16 -b 8 -e 16M -f 8 -n 30 -w 5 -c 1}"
+echo "$bench; A: ${AB_A:-(as is)}; B: ${AB_B:-(as is)}; ${args[*]}"
+for round in $(seq 1 "${ROUNDS:-2}"); do
+  sides=(A B)
+  ((round % 2 == 0)) && sides=(B A)
+  for case in ${AB_CASES:-allreduce:4:tcp allreduce:4:posix,sysv broadcast:4:tcp broadcast:2:tcp}; do
+    IFS=: read -r op ranks tls <<<"$case"
+    for side in "${sides[@]}"; do
+      settings=${AB_A:-}
+      [[ $side == B ]] && settings=${AB_B:-}
+      read -r -a setting_list <<<"$settings"
+      err="$OUT/env-ab-$op-$ranks-$tls-$side.err"
+      env "${setting_list[@]}" timeout -k 10 300 "$bench" "$op" --ranks "$ranks" --tls "$tls" "${args[@]}" --json 2>"$err" |
+        grep '^{' | sed "s/}\$/,\"side\":\"$side\",\"round\":$round}/" >>"$rows" ||
+        echo "$op $ranks ranks $tls side $side: failed ($(tail -1 "$err"))"
+    done
+  done
+done
+python3 - "$rows" <<'EOF'
+import collections, json, statistics, sys
+rows = [r for r in map(json.loads, open(sys.argv[1])) if "time_us" in r]  # not sendrecv's latency row
+print(f"{len(rows)} rows, {sum(r['wrong'] for r in rows)} wrong bytes")
+times = collections.defaultdict(list)
+for r in rows:
+    times[(r["bench"], r["tls"], r["ranks"], r["compress"], r["size"], r["side"])].append(r["time_us"])
+print("op         tls         ranks compress     bytes       A us       B us      A/B")
+for key in sorted({k[:5] for k in times}):
+    a, b = times[key + ("A",)], times[key + ("B",)]
+    if a and b:
+        ma, mb = statistics.median(a), statistics.median(b)
+        print(f"{key[0]:10} {key[1]:11} {key[2]:5} {key[3]:8} {key[4]:9} {ma:10.1f} {mb:10.1f} {ma / mb:8.2f}")
+EOF
