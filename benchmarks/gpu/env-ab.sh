@@ -6,8 +6,8 @@
 # summary gives, per case and size, the median over the rounds of A's and B's time and A / B.
 #   BUILD  build folder (default: build)
 #   AB_A, AB_B  the two sides: space-separated NAME=VALUE settings (default: none, i.e. as is)
-#   AB_CASES  space-separated OP:RANKS:TLS (default "allreduce:4:tcp allreduce:4:posix,sysv
-#          broadcast:4:tcp broadcast:2:tcp")
+#   AB_CASES  space-separated OP:RANKS:TLS[:MEMORY], MEMORY overriding AB_ARGS' (default
+#          "allreduce:4:tcp allreduce:4:posix,sysv broadcast:4:tcp broadcast:2:tcp")
 #   AB_ARGS  the benchmark's other arguments (default: device memory, off, bf16, 8 B to 16 MB by 8)
 #   ROUNDS (default 2)
 #   AB_CU13=1  both sides run the build against the CUDA-enabled UCX 1.22 that scripts/gpu-run
@@ -31,13 +31,13 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
   sides=(A B)
   ((round % 2 == 0)) && sides=(B A)
   for case in ${AB_CASES:-allreduce:4:tcp allreduce:4:posix,sysv broadcast:4:tcp broadcast:2:tcp}; do
-    IFS=: read -r op ranks tls <<<"$case"
+    IFS=: read -r op ranks tls memory <<<"$case"
     for side in "${sides[@]}"; do
       settings=${AB_A:-}
       [[ $side == B ]] && settings=${AB_B:-}
       read -r -a setting_list <<<"$settings"
-      err="$OUT/env-ab-$op-$ranks-$tls-$side.err"
-      env "${setting_list[@]}" timeout -k 10 300 "$bench" "$op" --ranks "$ranks" --tls "$tls" "${args[@]}" --json 2>"$err" |
+      err="$OUT/env-ab-$op-$ranks-$tls${memory:+-$memory}-$side.err"
+      env "${setting_list[@]}" timeout -k 10 300 "$bench" "$op" --ranks "$ranks" --tls "$tls" "${args[@]}" ${memory:+--memory "$memory"} --json 2>"$err" |
         grep '^{' | sed "s/}\$/,\"side\":\"$side\",\"round\":$round}/" >>"$rows" ||
         echo "$op $ranks ranks $tls side $side: failed ($(tail -1 "$err"))"
     done
@@ -49,11 +49,11 @@ rows = [r for r in map(json.loads, open(sys.argv[1])) if "time_us" in r]  # not 
 print(f"{len(rows)} rows, {sum(r['wrong'] for r in rows)} wrong bytes")
 times = collections.defaultdict(list)
 for r in rows:
-    times[(r["bench"], r["tls"], r["ranks"], r["compress"], r["size"], r["side"])].append(r["time_us"])
-print("op         tls         ranks compress     bytes       A us       B us      A/B")
-for key in sorted({k[:5] for k in times}):
+    times[(r["bench"], r["memory"], r["tls"], r["ranks"], r["compress"], r["size"], r["side"])].append(r["time_us"])
+print("op         memory tls         ranks compress     bytes       A us       B us      A/B")
+for key in sorted({k[:6] for k in times}):
     a, b = times[key + ("A",)], times[key + ("B",)]
     if a and b:
         ma, mb = statistics.median(a), statistics.median(b)
-        print(f"{key[0]:10} {key[1]:11} {key[2]:5} {key[3]:8} {key[4]:9} {ma:10.1f} {mb:10.1f} {ma / mb:8.2f}")
+        print(f"{key[0]:10} {key[1]:6} {key[2]:11} {key[3]:5} {key[4]:8} {key[5]:9} {ma:10.1f} {mb:10.1f} {ma / mb:8.2f}")
 EOF
