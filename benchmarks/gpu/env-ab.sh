@@ -13,6 +13,7 @@
 #   AB_CU13=1  both sides run the build against the CUDA-enabled UCX 1.22 that scripts/gpu-run
 #          made (CU13_BUILD, CU13_UCX), e.g. to A/B a setting on UCX 1.22's tcp
 set -uo pipefail
+source "$(dirname "$0")/json-rows.bash"
 bench="${BUILD:-build}/benchmarks/ucclzip-bench"
 if [[ ${AB_CU13:-0} == 1 ]]; then
   if [[ -z ${CU13_BUILD:-} || ! -d ${CU13_UCX:-/nonexistent}/lib ]]; then
@@ -38,7 +39,7 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
       read -r -a setting_list <<<"$settings"
       err="$OUT/env-ab-$op-$ranks-$tls${memory:+-$memory}-$side.err"
       env "${setting_list[@]}" timeout -k 10 300 "$bench" "$op" --ranks "$ranks" --tls "$tls" "${args[@]}" ${memory:+--memory "$memory"} --json 2>"$err" |
-        grep '^{' | sed "s/}\$/,\"side\":\"$side\",\"round\":$round}/" >>"$rows" ||
+        tag_rows "\"side\":\"$side\",\"round\":$round" >>"$rows" ||
         echo "$op $ranks ranks $tls side $side: failed ($(tail -1 "$err"))"
     done
   done

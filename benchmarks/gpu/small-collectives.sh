@@ -10,6 +10,7 @@
 #   TLS    UCX transports (default "tcp posix,sysv")   ROUNDS (default 2)   ITERS (default 30)
 #   MEMORY memories, device and/or host (default device)   MAX_BYTES the largest size (default 4M)
 set -uo pipefail
+source "$(dirname "$0")/json-rows.bash"
 bench="${BUILD:-build}/benchmarks/ucclzip-bench"
 OUT=${OUT:?set OUT to the folder for the logs}
 mkdir -p "$OUT"
@@ -26,7 +27,7 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
           for setting in "${settings[@]}"; do
             timeout 300 "$bench" "$op" -b 8 -e "${MAX_BYTES:-4M}" -f 8 --ranks "$ranks" --memory "$memory" --tls "$tls" --compress off \
               -d bf16 -n "${ITERS:-30}" -w 5 -c 1 "$flag" "$setting" --json 2>"$OUT/small-$op-$ranks-$memory-$tls-$setting.err" |
-              grep '^{' | sed "s/}\$/,\"round\":$round}/" >>"$rows" ||
+              tag_rows "\"round\":$round" >>"$rows" ||
               echo "$op $ranks ranks $memory $tls $flag $setting: failed ($(tail -1 "$OUT/small-$op-$ranks-$memory-$tls-$setting.err"))"
           done
         done

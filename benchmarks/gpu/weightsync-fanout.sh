@@ -8,6 +8,7 @@
 #   BUILD  build folder (default: build)     ROUNDS (default 2)     WS_ITERS (default 3)
 #   WS_LAYERS (default 2: about 2.2 GB of bf16)    WS_MEMORY (default device)
 set -uo pipefail
+source "$(dirname "$0")/json-rows.bash"
 bench="${BUILD:-build}/benchmarks/ucclzip-bench"
 OUT=${OUT:?set OUT to the folder for the logs}
 mkdir -p "$OUT"
@@ -20,7 +21,7 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
         err="$OUT/weightsync-$fanout-$ranks-$tls.err"
         timeout -k 10 300 "$bench" weightsync --ranks "$ranks" --memory "${WS_MEMORY:-device}" --tls "$tls" --fanout "$fanout" \
           --compress off,on,auto --layers "${WS_LAYERS:-2}" --iters "${WS_ITERS:-3}" --warmup 1 --json 2>"$err" |
-          grep '^{' | sed "s/}\$/,\"round\":$round}/" >>"$rows" ||
+          tag_rows "\"round\":$round" >>"$rows" ||
           echo "weightsync $fanout $ranks ranks $tls: failed ($(tail -1 "$err"))"
       done
     done
