@@ -1,9 +1,9 @@
 // Collectives between real processes over UCX with host buffers (CPU codec), checked bit for
 // bit against a reference computed in the documented order: every operation x type x
 // reduction at an odd world size with uneven chunks, compressed and not; counts of 0, 1, below
-// the world size and of several pipeline blocks; in place; 1 to 8 ranks; groups that mix
-// collectives with point-to-point calls, and reduces to every root; shared memory as well as
-// tcp.
+// the world size and of several pipeline blocks; in place; 1 to 8, 17 and 32 ranks; groups
+// that mix collectives with point-to-point calls, and reduces to every root; shared memory as
+// well as tcp.
 #include <gtest/gtest.h>
 
 #include "absl/strings/str_cat.h"
@@ -142,6 +142,31 @@ class CollectivesWorld : public ::testing::TestWithParam<int> {};
 TEST_P(CollectivesWorld, CountsFromZeroToSeveralBlocksInPlaceAndNot) { RunCases(GetParam(), SizeCases(GetParam()), PipelineOptions()); }
 
 INSTANTIATE_TEST_SUITE_P(, CollectivesWorld, ::testing::Values(1, 2, 5, 8),
+                         [](const auto& info) { return absl::StrCat(info.param, "ranks"); });
+
+// Worlds beyond one node's GPUs: 17 ranks, where recursive doubling folds one pair around 16,
+// the tree is five levels deep and a ring takes 16 hops, and 32 (four nodes of eight). Every
+// operation, compressed, in place and not, once by the algorithms for small messages and once
+// by rings and chains alone.
+class CollectivesLargeWorld : public ::testing::TestWithParam<int> {};
+
+TEST_P(CollectivesLargeWorld, EveryOperationBySmallAndLargeMessageAlgorithms) {
+  const int world = GetParam();
+  for (bool small_algorithms : {true, false}) {
+    std::vector<CollectiveCase> cases;
+    for (Collective kind : kEveryCollective) {
+      for (bool in_place : {false, true}) {
+        cases.push_back({.kind = kind, .op = ReduceOp::kAvg, .count = 333, .root = 11, .in_place = in_place});
+      }
+    }
+    transport::TransportOptions options = PipelineOptions();
+    if (!small_algorithms) options.recursive_doubling_bytes = options.tree_broadcast_bytes = 0;
+    SCOPED_TRACE(small_algorithms ? "recursive doubling and the tree" : "rings and chains");
+    RunCases(world, cases, options);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(, CollectivesLargeWorld, ::testing::Values(17, 32),
                          [](const auto& info) { return absl::StrCat(info.param, "ranks"); });
 
 TEST(Collectives, SharedMemoryAndSmallBlocksWithManyBlocksPerChunk) {

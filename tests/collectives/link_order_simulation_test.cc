@@ -264,10 +264,14 @@ std::vector<Schedule> AllRanks(int world, const std::function<Schedule(int)>& bu
   return schedules;
 }
 
-// Every algorithm at world sizes 2 to 6 with 5 to 7 blocks a chunk.
+// Every algorithm at world sizes 2 to 6 with 5 to 7 blocks a chunk, and at 8, 9, 16 and 17
+// (where recursive doubling starts and stops folding, and the tree gains a level) with 3, one
+// more than a link group: each move of the simulation looks at every block, so its time grows
+// with the square of their number.
 void ForEachCase(const std::function<void(const std::string&, const std::vector<Schedule>&)>& check) {
-  for (int world = 2; world <= 6; ++world) {
-    const uint64_t count = 61 * uint64_t(world);  // block_elements 10 below: 6 or 7 blocks a ring chunk
+  for (int world : {2, 3, 4, 5, 6, 8, 9, 16, 17}) {
+    // block_elements 10 below: 6 or 7 blocks a ring chunk, or 3 from 8 ranks on.
+    const uint64_t count = (world <= 6 ? 61 : 21) * uint64_t(world);
     const std::string what = absl::StrCat(world, " ranks");
     check("allgather " + what, AllRanks(world, [&](int r) { return RingAllGather(r, world, count / world, false); }));
     check("reducescatter " + what,
@@ -292,7 +296,7 @@ TEST(LinkOrderSimulation, EveryScheduleFinishesWithTheEnginesSlots) {
     ForEachCase([&](const std::string& what, const std::vector<Schedule>& schedules) {
       Simulation held(schedules, kBlockElements, limits);
       EXPECT_TRUE(held.Run(Order::kHoldLongest, 0)) << what << ", device_slots " << device_slots << ", resources held longest";
-      for (uint32_t seed = 1; seed <= 5; ++seed) {
+      for (uint32_t seed = 1; seed <= (schedules.size() <= 6 ? 5u : 2u); ++seed) {
         Simulation random(schedules, kBlockElements, limits);
         EXPECT_TRUE(random.Run(Order::kRandom, seed)) << what << ", device_slots " << device_slots << ", seed " << seed;
       }

@@ -1,5 +1,5 @@
 // The schedules of every algorithm, checked without processes: at every world size from 1 to
-// 8 and awkward counts, what each rank sends to a peer matches, step for step and element for
+// 9, at larger ones as jobs over several nodes run them (WorldSizes), and at awkward counts, what each rank sends to a peer matches, step for step and element for
 // element, what that peer expects from it, and forwarded or reduced sends name receives of
 // the same count. Their link orders agree on both ends of every link, and a block is sent on
 // at most kLinkGroupBlocks places after it arrived (the bound that keeps bounded receive slots
@@ -18,6 +18,14 @@ namespace ucclzip::collectives {
 namespace {
 
 using pipeline::Schedule;
+
+// Every size up to 9, and larger ones: powers of two (16, 32), one past (17) and one short (31)
+// of them, and 12 (three nodes of four). The folds and unfolds of recursive doubling, the tree's
+// levels and the chains' wrap-arounds all change at those edges.
+const std::vector<int>& WorldSizes() {
+  static const std::vector<int> sizes = {1, 2, 3, 4, 5, 6, 7, 8, 9, 12, 16, 17, 31, 32};
+  return sizes;
+}
 
 std::vector<Schedule> AllRanks(int world, const std::function<Schedule(int)>& build) {
   std::vector<Schedule> schedules;
@@ -48,7 +56,7 @@ void ExpectLinksMatch(const std::vector<Schedule>& schedules, const std::string&
 }
 
 TEST(Schedules, EveryLinkMatchesAtEveryWorldSize) {
-  for (int world = 1; world <= 8; ++world) {
+  for (int world : WorldSizes()) {
     for (uint64_t count : {uint64_t{0}, uint64_t{1}, uint64_t(world > 1 ? world - 1 : 1), uint64_t{1001}}) {
       const std::string what = absl::StrCat(world, " ranks, count ", count);
       ExpectLinksMatch(AllRanks(world, [&](int r) { return RingAllGather(r, world, count, false); }), "allgather " + what);
@@ -73,7 +81,7 @@ TEST(Schedules, EveryLinkMatchesAtEveryWorldSize) {
 
 // Every algorithm at every world size, for the block sizes below.
 void ForEachAlgorithm(const std::function<void(const std::string&, const std::vector<Schedule>&)>& check) {
-  for (int world = 1; world <= 8; ++world) {
+  for (int world : WorldSizes()) {
     for (uint64_t count : {uint64_t{0}, uint64_t{1}, uint64_t{1001}}) {
       const std::string what = absl::StrCat(world, " ranks, count ", count);
       check("allgather " + what, AllRanks(world, [&](int r) { return RingAllGather(r, world, count, false); }));
@@ -94,16 +102,36 @@ void ForEachAlgorithm(const std::function<void(const std::string&, const std::ve
   }
 }
 
-size_t PositionOf(const std::vector<pipeline::StepBlock>& link, pipeline::StepBlock block) {
-  return static_cast<size_t>(std::find(link.begin(), link.end(), block) - link.begin());
-}
+// Where each block stands on a link, looked up in constant time: the links of 32 ranks with
+// blocks of one element are too long to search for every block.
+class LinkPlaces {
+ public:
+  explicit LinkPlaces(const std::vector<pipeline::StepBlock>& link) : size_(link.size()) {
+    for (size_t i = 0; i < link.size(); ++i) {
+      if (places_.size() <= static_cast<size_t>(link[i].step)) places_.resize(link[i].step + 1);
+      std::vector<size_t>& blocks = places_[link[i].step];
+      if (blocks.size() <= link[i].block) blocks.resize(link[i].block + 1, size_);
+      blocks[link[i].block] = i;
+    }
+  }
+  // The block's place, or the link's length where it is not on the link.
+  size_t Of(pipeline::StepBlock block) const {
+    if (block.step < 0 || static_cast<size_t>(block.step) >= places_.size()) return size_;
+    const std::vector<size_t>& blocks = places_[block.step];
+    return block.block < blocks.size() ? blocks[block.block] : size_;
+  }
+
+ private:
+  size_t size_;
+  std::vector<std::vector<size_t>> places_;  // [step][block]
+};
 
 // The engine gives pinned host frames, where forwarded blocks land, to one peer's receive slots
 // only (pipeline::ForwardedPeer): every algorithm for large messages must forward what it
 // receives from that peer. (The binomial tree forwards from its parent: where device memory is
 // staged its small blocks go out through the device.)
 TEST(Schedules, EveryForwardIsOfWhatThePredecessorSent) {
-  for (int world = 1; world <= 8; ++world) {
+  for (int world : WorldSizes()) {
     for (int rank = 0; rank < world; ++rank) {
       std::vector<std::pair<std::string, Schedule>> schedules = {
           {"allgather", RingAllGather(rank, world, 1001, false)},
@@ -160,13 +188,18 @@ TEST(LinkOrder, BlocksAreSentOnAtMostAGroupAfterTheyArrive) {
       for (int r = 0; r < world; ++r) {
         const Schedule& schedule = schedules[r];
         const pipeline::LinkOrder order = pipeline::LinkOrderOf(schedule, block_elements, world);
+        std::vector<LinkPlaces> send_places, recv_places;
+        for (int peer = 0; peer < world; ++peer) {
+          send_places.emplace_back(order.sends[peer]);
+          recv_places.emplace_back(order.recvs[peer]);
+        }
         for (size_t s = 0; s < schedule.sends.size(); ++s) {
           const pipeline::SendStep& send = schedule.sends[s];
           if (send.recv_step < 0) continue;
           const int from = schedule.recvs[send.recv_step].peer;
           for (uint32_t b = 0; b < pipeline::BlockCount(send.chunk.count, block_elements); ++b) {
-            const size_t sent = PositionOf(order.sends[send.peer], {static_cast<int>(s), b});
-            const size_t arrived = PositionOf(order.recvs[from], {send.recv_step, b});
+            const size_t sent = send_places[send.peer].Of({static_cast<int>(s), b});
+            const size_t arrived = recv_places[from].Of({send.recv_step, b});
             ASSERT_LT(sent, order.sends[send.peer].size()) << what;
             ASSERT_LT(arrived, order.recvs[from].size()) << what;
             EXPECT_LE(sent, arrived + pipeline::kLinkGroupBlocks) << what << " rank " << r << " send step " << s << " block " << b;
@@ -179,9 +212,10 @@ TEST(LinkOrder, BlocksAreSentOnAtMostAGroupAfterTheyArrive) {
   // 4 ranks, 4 blocks per chunk: every forward of the allgather leaves 2 places after its block arrived.
   const Schedule gather = RingAllGather(1, 4, 4000, false);
   const pipeline::LinkOrder order = pipeline::LinkOrderOf(gather, 1000, 4);
+  const LinkPlaces to_next(order.sends[2]), from_previous(order.recvs[0]);
   for (int s = 1; s < 3; ++s) {
     for (uint32_t b = 0; b < 4; ++b) {
-      EXPECT_EQ(PositionOf(order.sends[2], {s, b}), PositionOf(order.recvs[0], {s - 1, b}) + pipeline::kLinkGroupBlocks)
+      EXPECT_EQ(to_next.Of({s, b}), from_previous.Of({s - 1, b}) + pipeline::kLinkGroupBlocks)
           << "step " << s << " block " << b;
     }
   }
@@ -318,7 +352,7 @@ std::vector<SymbolicValue> FollowRecursiveDoubling(int world, bool in_place) {
 // is not (a fold before, an unfold after): 2 for 4 ranks, 3 or 4 for 5 to 7, where a ring
 // takes 6 and 8 to 12.
 TEST(Schedules, RecursiveDoublingCombinesEveryInputOnceInLogarithmicallyManyHops) {
-  for (int world = 1; world <= 9; ++world) {
+  for (int world : WorldSizes()) {
     for (bool in_place : {false, true}) {
       const std::vector<SymbolicValue> results = FollowRecursiveDoubling(world, in_place);
       ASSERT_EQ(results.size(), static_cast<size_t>(world)) << world << " ranks";
@@ -347,7 +381,7 @@ TEST(Schedules, RecursiveDoublingCombinesEveryInputOnceInLogarithmicallyManyHops
 // for each other in step order) nor before it (through the receives it waits for). A folded rank's unfold needs neither: the result
 // cannot arrive before its partner has had all of this rank's send.
 TEST(Schedules, RecursiveDoublingOrdersItsWritesAfterTheReadsOfTheSameMemory) {
-  for (int world : {2, 3, 4, 6, 8}) {
+  for (int world : {2, 3, 4, 6, 8, 16, 17}) {
     for (bool in_place : {false, true}) {
       for (int rank = 0; rank < world; ++rank) {
         const Schedule schedule = RecursiveDoublingAllReduce(rank, world, 100, ReduceOp::kSum, in_place);
@@ -382,7 +416,7 @@ TEST(Schedules, RecursiveDoublingOrdersItsWritesAfterTheReadsOfTheSameMemory) {
 // sends what it received; every rank that forwards nothing answers the root, which waits for
 // each of them.
 TEST(Schedules, TreeBroadcastReachesEveryRankInLogarithmicallyManyHops) {
-  for (int world = 1; world <= 9; ++world) {
+  for (int world : WorldSizes()) {
     const int depth = world > 1 ? std::bit_width(static_cast<unsigned>(world - 1)) : 0;
     for (int root = 0; root < world; ++root) {
       const std::string what = absl::StrCat(world, " ranks, root ", root);
