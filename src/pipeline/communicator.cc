@@ -213,6 +213,10 @@ transport::Bootstrap& CommunicatorAccess::BootstrapOf(Communicator& communicator
   return *communicator.impl_->bootstrap;
 }
 
+void CommunicatorAccess::StartSequencesAt(Communicator& communicator, uint32_t first) {
+  communicator.impl_->engine->StartSequencesAt(first);
+}
+
 absl::StatusOr<std::unique_ptr<Communicator>> CommunicatorAccess::Create(const BootstrapConfig& bootstrap,
                                                                          const transport::TransportOptions& options) {
   auto impl = std::make_unique<Communicator::Impl>();

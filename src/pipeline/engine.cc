@@ -295,6 +295,12 @@ void Engine::Submit(std::vector<OperationSpec> specs) {
   woken_.store(true, std::memory_order_release);
 }
 
+void Engine::StartSequencesAt(uint32_t first) {
+  absl::MutexLock lock(&mutex_);
+  std::fill(next_send_sequence_.begin(), next_send_sequence_.end(), first & transport::kMaxSequence);
+  std::fill(next_recv_sequence_.begin(), next_recv_sequence_.end(), first & transport::kMaxSequence);
+}
+
 CommunicatorStats Engine::stats() const {
   CommunicatorStats stats;
   {

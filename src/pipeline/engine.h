@@ -60,6 +60,11 @@ class Engine {
 
   CommunicatorStats stats() const;
 
+  // Tests: every link's sequences start at `first` instead of 0 (before any call, the same on
+  // every rank), so that a test plays the wrap-around of the transport's 20-bit sequences
+  // (transport/message_tag.h) without a million calls first.
+  void StartSequencesAt(uint32_t first);
+
  private:
   absl::Status EnsureDevice(int device);
   void Loop();

@@ -15,6 +15,8 @@ struct CommunicatorAccess {
   static transport::Transport& TransportOf(Communicator& communicator);
   static std::vector<transport::Transport*> LanesOf(Communicator& communicator);
   static transport::Bootstrap& BootstrapOf(Communicator& communicator);
+  // Every link's transport sequences start at `first` (pipeline::Engine::StartSequencesAt).
+  static void StartSequencesAt(Communicator& communicator, uint32_t first);
   // Creates a communicator whose transport runs with internal options (e.g. staging host memory).
   static absl::StatusOr<std::unique_ptr<Communicator>> Create(const BootstrapConfig& bootstrap,
                                                               const transport::TransportOptions& options);

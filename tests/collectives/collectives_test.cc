@@ -20,12 +20,15 @@ const DataType kReducibleTypes[] = {DataType::kBFloat16, DataType::kFloat16, Dat
                                     DataType::kUint32,     DataType::kInt64,  DataType::kUint64,  DataType::kFloat64};
 const ReduceOp kOps[] = {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kAvg};
 
-// Every case in turn on one communicator per rank; the first failure names its case.
-void RunCases(int world, const std::vector<CollectiveCase>& cases, const transport::TransportOptions& options) {
+// Every case in turn on one communicator per rank; the first failure names its case. Every
+// link's transport sequences start at `first_sequence`.
+void RunCases(int world, const std::vector<CollectiveCase>& cases, const transport::TransportOptions& options,
+              uint32_t first_sequence = 0) {
   ExpectRanksSucceeded(RunRanks({.world_size = world, .kill_after = absl::Seconds(300)},
                                 [&](const RankContext& context) -> absl::Status {
                                   auto comm = CreateCommunicator(context, options);
                                   if (!comm.ok()) return comm.status();
+                                  internal::CommunicatorAccess::StartSequencesAt(**comm, first_sequence);
                                   for (size_t i = 0; i < cases.size(); ++i) {
                                     if (absl::Status s = RunAndCheck(**comm, cases[i], i); !s.ok()) return s;
                                   }
@@ -168,6 +171,22 @@ TEST_P(CollectivesLargeWorld, EveryOperationBySmallAndLargeMessageAlgorithms) {
 
 INSTANTIATE_TEST_SUITE_P(, CollectivesLargeWorld, ::testing::Values(17, 32),
                          [](const auto& info) { return absl::StrCat(info.param, "ranks"); });
+
+// A link's transport sequence is 20 bits wide (transport/message_tag.h): a server that runs for
+// days wraps it every million blocks. Here every link starts three short of the wrap, so that
+// the first call's blocks take sequences on both sides of it, and every later call's lie past
+// it: every collective, compressed and not, in blocks of 16 KiB.
+TEST(Collectives, LinkSequencesWrapAround) {
+  transport::TransportOptions options = PipelineOptions();
+  options.pipeline_block_bytes = options.min_pipeline_block_bytes = 16 << 10;
+  std::vector<CollectiveCase> cases;
+  for (Collective kind : kEveryCollective) {
+    for (CompressionMode mode : {CompressionMode::kOn, CompressionMode::kOff}) {
+      cases.push_back({.kind = kind, .count = 3 * 20'001, .root = 2, .mode = mode});
+    }
+  }
+  RunCases(3, cases, options, transport::kMaxSequence - 2);
+}
 
 TEST(Collectives, SharedMemoryAndSmallBlocksWithManyBlocksPerChunk) {
   transport::TransportOptions options = PipelineOptions("posix,sysv");
