@@ -67,7 +67,7 @@ std::string StacksOf(pid_t pid) {
   if (std::system("command -v gdb >/dev/null 2>&1") == 0) {
     command = absl::StrCat("gdb -p ", pid, " -batch -nx -ex 'thread apply all bt 30' 2>&1");
   } else if (std::system("command -v eu-stack >/dev/null 2>&1") == 0) {
-    command = absl::StrCat("eu-stack -p ", pid, " -n 30 2>&1");
+    command = absl::StrCat("eu-stack -m -p ", pid, " -n 30 2>&1");  // -m: each frame's library
   } else {
     return "(neither gdb nor eu-stack to print the stacks)\n";
   }
