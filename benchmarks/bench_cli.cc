@@ -16,6 +16,9 @@ ABSL_FLAG(std::string, dtype, "bf16", "element type: bf16|fp16|fp32|fp8e4m3|fp8e
 ABSL_FLAG(bool, json, false, "print one JSON object per result instead of a table");
 ABSL_FLAG(int, iters, 20, "timed iterations per measurement (the median is reported)");
 ABSL_FLAG(int, warmup, 3, "untimed iterations before timing");
+ABSL_FLAG(int, warmup_ms, 200,
+          "GPU work (device buffers, GPU codec timings): untimed calls go on until this many milliseconds have "
+          "passed, as well as --warmup of them; an idle GPU runs at low clocks until sustained work wakes it");
 ABSL_FLAG(std::string, dist, "gaussian:0.02",
           "value distribution: gaussian:S, laplace:B, uniform:A, student-t3:S, random-bytes, special");
 ABSL_FLAG(int, ranks, 2, "ranks to start on this host (ignored when a launcher already started this rank)");
@@ -102,7 +105,7 @@ T FirstSet(std::initializer_list<std::optional<T>> values, T fallback) {
 
 std::vector<std::string> FlagsOf(FlagGroup group) {
   switch (group) {
-    case FlagGroup::kMeasure: return {"dtype", "dist", "iters", "warmup", "json"};
+    case FlagGroup::kMeasure: return {"dtype", "dist", "iters", "warmup", "warmup_ms", "json"};
     case FlagGroup::kCommunicator: return {"ranks", "memory", "tls", "compress", "pipeline_block", "min_pipeline_block", "recursive_doubling",
                                              "tree_broadcast", "cpu_codec_threads"};
     case FlagGroup::kSweep: return {"b", "minbytes", "e", "maxbytes", "f", "stepfactor", "n", "w", "warmup_iters", "d", "datatype"};
@@ -130,6 +133,7 @@ int Iterations() { return FirstSet<int>({absl::GetFlag(FLAGS_n)}, absl::GetFlag(
 int WarmupIterations() {
   return FirstSet<int>({absl::GetFlag(FLAGS_w), absl::GetFlag(FLAGS_warmup_iters)}, absl::GetFlag(FLAGS_warmup));
 }
+absl::Duration GpuWarmup() { return absl::Milliseconds(std::max(absl::GetFlag(FLAGS_warmup_ms), 0)); }
 std::string DataTypeFlag() {
   return FirstSet<std::string>({absl::GetFlag(FLAGS_d), absl::GetFlag(FLAGS_datatype)}, absl::GetFlag(FLAGS_dtype));
 }

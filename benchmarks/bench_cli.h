@@ -10,6 +10,7 @@
 #include "absl/flags/declare.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
 #include "ucclzip/types.h"
 
 namespace ucclzip::bench {
@@ -36,6 +37,8 @@ double StepFactor();
 uint64_t NextSize(uint64_t bytes);
 int Iterations();
 int WarmupIterations();
+// --warmup_ms: how long GPU work warms up before it is timed, at the least.
+absl::Duration GpuWarmup();
 std::string DataTypeFlag();
 std::string ReduceOpFlag();
 // --compress, or the subcommand's default list where it is unset.
@@ -44,7 +47,7 @@ int RootFlag();
 bool CheckFlag();
 
 // The flags above in groups, for the list of flags a subcommand registers (bench_registry.h):
-//   kMeasure       --dtype --dist --iters --warmup --json
+//   kMeasure       --dtype --dist --iters --warmup --warmup_ms --json
 //   kCommunicator  --ranks --memory --tls --compress --pipeline_block
 //   kSweep         nccl-tests' sizes, iterations and type: -b -e -f -n -w -d and their long names
 //   kReduction     nccl-tests' -o -r -c and their long names

@@ -57,10 +57,10 @@ double TimeGpuUs(const std::function<void()>& op, cudaStream_t stream) {
   cudaEvent_t start, stop;
   cudaEventCreate(&start);
   cudaEventCreate(&stop);
-  // Warm up for the given iterations and at least 200 ms: an idle H200 clocks its SMs at
+  // Warm up for the given iterations and at least --warmup_ms: an idle H200 clocks its SMs at
   // 345 MHz and needs sustained work to reach its boost clock.
-  const auto warm_until = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
-  for (int i = 0; i < absl::GetFlag(FLAGS_warmup) || std::chrono::steady_clock::now() < warm_until; ++i) {
+  const absl::Time warm_until = absl::Now() + GpuWarmup();
+  for (int i = 0; i < absl::GetFlag(FLAGS_warmup) || absl::Now() < warm_until; ++i) {
     op();
     cudaStreamSynchronize(stream);
   }

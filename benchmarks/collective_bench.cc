@@ -118,6 +118,14 @@ absl::StatusOr<std::vector<ModeResult>> MeasureSize(Communicator& comm, const Co
   void* const send_at = in_place ? base + input_offset : (*send)->data();
   void* const recv_at = base + output_offset;
   auto prepare = [&]() { return in_place ? (*recv)->Write(input, input_offset) : absl::OkStatus(); };
+  absl::Status warm = WarmUp(comm, device ? GpuWarmup() : absl::ZeroDuration(), [&]() -> absl::Status {
+    for (CompressionMode mode : modes) {
+      if (absl::Status s = prepare(); !s.ok()) return s;
+      if (absl::Status s = Call(comm, shape, send_at, recv_at, mode).Wait(kWait); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  });
+  if (!warm.ok()) return warm;
   const int warmup = WarmupIterations(), iterations = Iterations();
   std::vector<std::vector<double>> times(modes.size());
   std::vector<double> payload(modes.size(), 0), wire(modes.size(), 0), codec(modes.size(), 0), frames(modes.size(), 0);

@@ -74,6 +74,22 @@ absl::StatusOr<std::vector<double>> GatherDoubles(Communicator& comm, const std:
 
 absl::Status Barrier(Communicator& comm) { return GatherDoubles(comm, {0.0}).status(); }
 
+absl::Status WarmUp(Communicator& comm, absl::Duration at_least, absl::FunctionRef<absl::Status()> round) {
+  if (at_least <= absl::ZeroDuration()) return absl::OkStatus();
+  // Batches of up to this many rounds between agreements: a gather per round would be a call of
+  // its own in every round, and one long batch could overshoot by far.
+  constexpr int kMaxBatch = 256;
+  const absl::Time start = absl::Now();
+  for (int batch = 1;; batch = std::min(2 * batch, kMaxBatch)) {
+    for (int i = 0; i < batch; ++i) {
+      if (absl::Status s = round(); !s.ok()) return s;
+    }
+    absl::StatusOr<std::vector<double>> elapsed = GatherDoubles(comm, {absl::ToDoubleSeconds(absl::Now() - start)});
+    if (!elapsed.ok()) return elapsed.status();
+    if (absl::Seconds(*std::max_element(elapsed->begin(), elapsed->end())) >= at_least) return absl::OkStatus();
+  }
+}
+
 absl::Status CheckedBytes(uint64_t wrong) {
   if (wrong == 0) return absl::OkStatus();
   return absl::DataLossError(absl::StrCat(wrong, " bytes arrived wrong in the checked calls (the #wrong column says where)"));

@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "ucclzip/communicator.h"
 
 namespace ucclzip::bench {
@@ -38,6 +40,13 @@ const char* PathName(const Communicator& comm, bool device);
 absl::StatusOr<std::vector<double>> GatherDoubles(Communicator& comm, const std::vector<double>& mine);
 // Returns once every rank has called it.
 absl::Status Barrier(Communicator& comm);
+
+// Repeats `round` (untimed calls, one per mode) until `at_least` has passed on the slowest rank.
+// An idle GPU runs at low clocks, and the few --warmup calls of a small message are over long
+// before it wakes: without this, small device messages were timed at idle clocks. The ranks
+// agree when to stop through GatherDoubles after each batch of rounds (the batches double), so
+// that every rank makes the same calls, as collectives need. Nothing for a zero duration.
+absl::Status WarmUp(Communicator& comm, absl::Duration at_least, absl::FunctionRef<absl::Status()> round);
 
 // DataLoss where the checks found `wrong` bytes, for the reporting rank to return once its rows
 // are printed (the #wrong column shows where): the benchmark then exits non-zero, as nccl-tests

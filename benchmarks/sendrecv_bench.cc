@@ -160,6 +160,13 @@ absl::StatusOr<std::vector<ModeResult>> MeasureSize(Communicator& comm, Pattern 
   std::vector<std::vector<double>> times(modes.size());
   std::vector<RankTotals> totals(modes.size());
   if (absl::Status s = Barrier(comm); !s.ok()) return s;
+  absl::Status warm = WarmUp(comm, device ? GpuWarmup() : absl::ZeroDuration(), [&]() -> absl::Status {
+    for (size_t m = 0; m < modes.size() && active; ++m) {
+      if (absl::Status s = Exchange(comm, pattern, (*out)->data(), ins, count, dtype, modes[m]); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  });
+  if (!warm.ok()) return warm;
   for (int i = 0; i <= warmup + iterations && active; ++i) {
     const bool check = i == warmup + iterations;
     for (size_t turn = 0; turn < modes.size(); ++turn) {

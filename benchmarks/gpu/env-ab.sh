@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
-# One collective benchmark under two environments, taking turns (the order reversed every other
-# round), to settle whether a setting of the library's environment (docs/API.md, "Environment")
-# moves a time beyond the machine's drift: e.g. AB_B="UCCLZIP_HOLD_STREAM=0" against the
-# default. Rows go to $OUT/env-ab.jsonl, tagged with the side ("A" or "B") and the round; the
-# summary gives, per case and size, the median over the rounds of A's and B's time and A / B.
+# One collective benchmark under two environments (or two sets of its flags), taking turns (the
+# order reversed every other round), to settle whether a setting of the library's environment
+# (docs/CONFIGURATION.md) or a flag moves a time beyond the machine's drift: e.g.
+# AB_B="UCCLZIP_HOLD_STREAM=0" against the default. Rows go to $OUT/env-ab.jsonl, tagged with the
+# side ("A" or "B") and the round; the summary gives, per case and size, the median over the
+# rounds of A's and B's time and A / B.
 #   BUILD  build folder (default: build)
 #   AB_A, AB_B  the two sides: space-separated NAME=VALUE settings (default: none, i.e. as is)
+#   AB_A_ARGS, AB_B_ARGS  more benchmark arguments for one side, e.g. AB_B_ARGS="--warmup_ms 0"
 #   AB_CASES  space-separated OP:RANKS:TLS[:MEMORY], MEMORY overriding AB_ARGS' (default
 #          "allreduce:4:tcp allreduce:4:posix,sysv broadcast:4:tcp broadcast:2:tcp")
 #   AB_ARGS  the benchmark's other arguments (default: device memory, off, bf16, 8 B to 16 MB by 8)
@@ -27,18 +29,19 @@ mkdir -p "$OUT"
 rows="$OUT/env-ab.jsonl"
 : >"$rows"
 read -r -a args <<<"${AB_ARGS:---memory device --compress off -d bf16 -b 8 -e 16M -f 8 -n 30 -w 5 -c 1}"
-echo "$bench; A: ${AB_A:-(as is)}; B: ${AB_B:-(as is)}; ${args[*]}"
+echo "$bench; A: ${AB_A:-(as is)} ${AB_A_ARGS:-}; B: ${AB_B:-(as is)} ${AB_B_ARGS:-}; ${args[*]}"
 for round in $(seq 1 "${ROUNDS:-2}"); do
   sides=(A B)
   ((round % 2 == 0)) && sides=(B A)
   for case in ${AB_CASES:-allreduce:4:tcp allreduce:4:posix,sysv broadcast:4:tcp broadcast:2:tcp}; do
     IFS=: read -r op ranks tls memory <<<"$case"
     for side in "${sides[@]}"; do
-      settings=${AB_A:-}
-      [[ $side == B ]] && settings=${AB_B:-}
+      settings=${AB_A:-} side_args=${AB_A_ARGS:-}
+      [[ $side == B ]] && settings=${AB_B:-} side_args=${AB_B_ARGS:-}
       read -r -a setting_list <<<"$settings"
+      read -r -a side_arg_list <<<"$side_args"
       err="$OUT/env-ab-$op-$ranks-$tls${memory:+-$memory}-$side.err"
-      env "${setting_list[@]}" timeout -k 10 300 "$bench" "$op" --ranks "$ranks" --tls "$tls" "${args[@]}" ${memory:+--memory "$memory"} --json 2>"$err" |
+      env "${setting_list[@]}" timeout -k 10 300 "$bench" "$op" --ranks "$ranks" --tls "$tls" "${args[@]}" "${side_arg_list[@]}" ${memory:+--memory "$memory"} --json 2>"$err" |
         tag_rows "\"side\":\"$side\",\"round\":$round" >>"$rows" ||
         echo "$op $ranks ranks $tls side $side: failed ($(tail -1 "$err"))"
     done

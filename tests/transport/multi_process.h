@@ -31,7 +31,8 @@ struct LaunchOptions {
   std::vector<int> absent_ranks;
   // The bootstrap timeout every rank gets.
   absl::Duration bootstrap_timeout = absl::Seconds(30);
-  // The parent kills whatever still runs after this long.
+  // The parent kills whatever still runs after this long (or after UCCLZIP_TEST_KILL_AFTER_S
+  // seconds, where that is shorter), printing its threads' stacks first.
   absl::Duration kill_after = absl::Seconds(120);
 };
 
