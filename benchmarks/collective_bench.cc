@@ -216,11 +216,12 @@ absl::Status RunRank() {
   const char* name = testing::CollectiveName(kind);
   if (report && !json) {
     std::printf("# ucclzip-bench %s: %d ranks, %s memory%s, UCX_TLS=%s, %s, %zu- to %zu-byte pipeline blocks, compress %s "
-                "(taking turns), %s, iters %d, warmup %d, check %d",
+                "(taking turns), %s, iters %d, warmup %d%s, check %d",
                 name, world, memory.c_str(), device ? (comm.device_memory_direct() ? " (direct)" : " (staged)") : "",
                 tls.c_str(), dist->Name().c_str(), comm.options().min_pipeline_block_bytes,
                 comm.options().pipeline_block_bytes, compress.c_str(),
-                in_place ? "in place" : "out of place", Iterations(), WarmupIterations(), check ? 1 : 0);
+                in_place ? "in place" : "out of place", Iterations(), WarmupIterations(),
+                device ? absl::StrCat(" and ", absl::ToInt64Milliseconds(GpuWarmup()), " ms").c_str() : "", check ? 1 : 0);
     if (kind == Collective::kAllReduce) {
       std::printf(", recursive doubling up to %zu bytes", comm.options().recursive_doubling_bytes);
     }
