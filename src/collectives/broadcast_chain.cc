@@ -1,16 +1,23 @@
 // Chain broadcast: root -> root+1 -> ... -> root-1 (ranks modulo n), pipelined by blocks. The
 // root encodes each block once; every other rank receives it, forwards the frame as it arrived
 // to the next rank and decodes its own copy meanwhile. With B blocks per message a chain of n
-// ranks takes about B + n - 2 block times, against B for one receiver. The last rank of the
+// ranks takes about B + n - 2 block times, against B for one receiver, so the chain's n - 1
+// hops cut its data into more blocks than one hop's (Schedule::chain_hops). The last rank of the
 // chain answers the root with an empty message once its first block has arrived: the root
 // never receives data, so without it a root whose ranks disagree on the root (or on anything
 // else the envelopes carry) would return success; with it, it fails too.
+#include <algorithm>
+
 #include "collectives/schedules.h"
 
 namespace ucclzip::collectives {
 
 Schedule ChainBroadcast(int rank, int size, uint64_t count, int root, bool in_place) {
-  Schedule schedule{.kind = pipeline::OperationKind::kBroadcast, .root = root, .count = count, .name = "broadcast"};
+  Schedule schedule{.kind = pipeline::OperationKind::kBroadcast,
+                    .root = root,
+                    .count = count,
+                    .name = "broadcast",
+                    .chain_hops = static_cast<uint32_t>(std::max(size - 1, 1))};
   const int position = (rank - root + size) % size;
   const int next = (rank + 1) % size, previous = (rank + size - 1) % size;
   const Chunk output{BufferRole::kOutput, 0, count};

@@ -4,9 +4,12 @@
 // as soon as that block is combined, so that block b+1 arrives while block b is reduced; the
 // root combines into its output (avg divides there). The order is thus
 // ((in[root+1] op in[root+2]) op ...) op in[root], the ring reduce-scatter's order for chunk
-// `root`. The head never receives data, so the root answers it with an empty message once its
-// first block has arrived: a head whose peers called something else fails too, as in
-// broadcast_chain.cc.
+// `root`. Its n - 1 hops cut its data into more blocks than one hop's, as the broadcast chain's
+// (Schedule::chain_hops). The head never receives data, so the root answers it with an empty
+// message once its first block has arrived: a head whose peers called something else fails
+// too, as in broadcast_chain.cc.
+#include <algorithm>
+
 #include "collectives/collective_args.h"
 #include "collectives/schedules.h"
 
@@ -14,7 +17,12 @@ namespace ucclzip {
 namespace collectives {
 
 Schedule ChainReduce(int rank, int size, uint64_t count, ReduceOp op, int root, bool in_place) {
-  Schedule schedule{.kind = pipeline::OperationKind::kReduce, .op = op, .root = root, .count = count, .name = "reduce"};
+  Schedule schedule{.kind = pipeline::OperationKind::kReduce,
+                    .op = op,
+                    .root = root,
+                    .count = count,
+                    .name = "reduce",
+                    .chain_hops = static_cast<uint32_t>(std::max(size - 1, 1))};
   const int position = (rank - root + size) % size;
   const int next = (rank + 1) % size, previous = (rank + size - 1) % size;
   const Chunk input{BufferRole::kInput, 0, count};

@@ -159,7 +159,7 @@ absl::StatusOr<OperationSpec> Engine::Prepare(Call call) {
   if ((needs_input && call.input == nullptr) || (needs_output && call.output == nullptr)) return invalid("null buffer");
   OperationSpec spec;
   spec.block_elements = PipelineBlockElements(schedule.count, ElementSize(call.dtype), options_.pipeline_block_bytes,
-                                              options_.min_pipeline_block_bytes);
+                                              options_.min_pipeline_block_bytes, schedule.chain_hops);
   // Counted in 64 bits: a step's blocks must fit the tag's block numbers.
   auto too_many_blocks = [&](uint64_t count) { return count > 0 && (count - 1) / spec.block_elements >= kMaxBlocksPerMessage; };
   for (const SendStep& step : schedule.sends) {

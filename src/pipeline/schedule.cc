@@ -21,13 +21,17 @@ uint32_t BlockCount(uint64_t count, uint64_t block_elements) {
 }
 
 uint64_t PipelineBlockElements(uint64_t operation_count, size_t element_size, uint64_t block_bytes,
-                               uint64_t min_block_bytes) {
+                               uint64_t min_block_bytes, uint32_t chain_hops) {
   constexpr uint64_t kRounding = uint64_t{64} << 10;
+  const uint64_t blocks = kMinBlocksPerOperation * (uint64_t{std::max<uint32_t>(chain_hops, 1)} + 1) / 2;
   const uint64_t most = std::max<uint64_t>(block_bytes / element_size, 1);
-  const uint64_t share = operation_count / kMinBlocksPerOperation + (operation_count % kMinBlocksPerOperation != 0);
-  if (share >= most) return most;  // (share * element_size cannot overflow below)
+  const uint64_t share = operation_count / blocks + (operation_count % blocks != 0);
+  if (share >= most || min_block_bytes >= block_bytes) return most;  // (share * element_size cannot overflow below)
   const uint64_t rounded = (share * element_size + kRounding - 1) / kRounding * kRounding;
-  return std::max<uint64_t>(std::min(block_bytes, std::max(min_block_bytes, rounded)) / element_size, 1);
+  // min_block_bytes * kMinBlocksPerOperation / blocks, rounded down, without overflow.
+  const uint64_t least =
+      min_block_bytes / blocks * kMinBlocksPerOperation + min_block_bytes % blocks * kMinBlocksPerOperation / blocks;
+  return std::max<uint64_t>(std::min(block_bytes, std::max(least, rounded)) / element_size, 1);
 }
 
 namespace {

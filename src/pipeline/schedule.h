@@ -97,6 +97,10 @@ struct Schedule {
   int root = -1;                 // broadcast's or reduce's root, else -1
   uint64_t count = 0;            // the operation's count as the caller gave it
   std::string name;              // "send to peer 1", "allreduce": what errors call it
+  // How many links every block crosses one after the other: n - 1 along a chain of n ranks, 1
+  // elsewhere. A chain's data is cut into more blocks (PipelineBlockElements), so that its last
+  // rank starts receiving sooner. The same on every rank of a call, as its count is.
+  uint32_t chain_hops = 1;
   std::vector<SendStep> sends;
   std::vector<RecvStep> recvs;
   // Done beside the transfers once the caller's stream allows, so they must not touch what a
@@ -113,12 +117,17 @@ uint32_t BlockCount(uint64_t count, uint64_t block_elements);
 inline constexpr uint64_t kMinBlocksPerOperation = 4;
 
 // Elements per pipeline block of an operation whose caller gave `operation_count` elements of
-// `element_size` bytes: a kMinBlocksPerOperation-th of its bytes (rounded up to 64 KiB), but
-// at least `min_block_bytes` and at most `block_bytes`, in whole elements. Every rank of the
-// operation knows its count, so both ends of every link cut alike; `min_block_bytes` at or
-// above `block_bytes` gives fixed blocks of `block_bytes`.
+// `element_size` bytes and whose blocks cross `chain_hops` links in a row (Schedule::chain_hops).
+// It is cut into B = kMinBlocksPerOperation * (chain_hops + 1) / 2 blocks: 4 for one hop, 8 for
+// a chain of 4 ranks. Along a chain the last rank waits chain_hops - 1 block times for its first
+// block, so B blocks take about (B + chain_hops - 1) block times, against B for one hop: with
+// this B, at most about 1.5 times as long, 1.25 times for a chain of 4 ranks. A block is a B-th
+// of the bytes (rounded up to 64 KiB), but at least min_block_bytes * kMinBlocksPerOperation / B
+// (`min_block_bytes` for one hop) and at most `block_bytes`, in whole elements. Every rank of
+// the operation knows its count and its schedule's hops, so both ends of every link cut alike;
+// `min_block_bytes` at or above `block_bytes` gives fixed blocks of `block_bytes`.
 uint64_t PipelineBlockElements(uint64_t operation_count, size_t element_size, uint64_t block_bytes,
-                               uint64_t min_block_bytes);
+                               uint64_t min_block_bytes, uint32_t chain_hops = 1);
 
 // How many consecutive blocks of each step a link carries before the next step's: the most
 // blocks a ring has on its way per link. Receive pools hold more slots than this per peer (the

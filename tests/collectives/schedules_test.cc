@@ -508,5 +508,53 @@ TEST(PipelineBlocks, SmallOperationsAreCutIntoFourBlocksOfAtLeastTheSmallestSize
   EXPECT_EQ(pipeline::PipelineBlockElements(100, 4, 1, 1), 1u);
 }
 
+// A chain of h hops is cut into 4 (h + 1) / 2 blocks, none below the smallest block size times
+// 4 / that many: its last rank then waits h - 1 block times for a first block that is small.
+TEST(PipelineBlocks, ChainsAreCutIntoMoreBlocksTheMoreHopsTheyHave) {
+  constexpr uint64_t kMiB = 1 << 20, kLargest = 16 * kMiB, kSmallest = 4 * kMiB;
+  struct Case {
+    uint64_t count;
+    uint32_t hops;
+    uint64_t block_bytes;
+  };
+  const Case cases[] = {
+      {8 * kMiB, 1, 4 * kMiB},                // 16 MB of bf16, one hop: four blocks, as above
+      {8 * kMiB, 2, 3 * kMiB - (320 << 10)},  // two hops: six, each a sixth up to whole 64 KiB
+      {8 * kMiB, 3, 2 * kMiB},                // a chain of 4 ranks: eight blocks
+      {8 * kMiB, 7, 1 * kMiB},                // of 8 ranks: sixteen
+      {8 * kMiB, 31, kSmallest / 16},         // of 32 ranks: 64, at the floor 4 MB * 4 / 64
+      {kMiB, 3, 2 * kMiB},                    // 2 MB along 4 ranks: one block of the floor, 2 MB
+      {64 * kMiB, 3, kLargest},               // 128 MB: the largest blocks
+      {128 * kMiB, 31, 4 * kMiB},             // 256 MB along 32 ranks: 64 of 4 MB, not 16 largest
+  };
+  for (const Case& c : cases) {
+    EXPECT_EQ(pipeline::PipelineBlockElements(c.count, 2, kLargest, kSmallest, c.hops), c.block_bytes / 2)
+        << c.count << " elements of bf16 over " << c.hops << " hops";
+  }
+  // Fixed blocks stay fixed along a chain.
+  EXPECT_EQ(pipeline::PipelineBlockElements(8 * kMiB, 2, kLargest, kLargest, 7), kLargest / 2);
+  EXPECT_EQ(pipeline::PipelineBlockElements(8 * kMiB, 2, kLargest, kSmallest, 0),
+            pipeline::PipelineBlockElements(8 * kMiB, 2, kLargest, kSmallest, 1));
+}
+
+// Every rank of a chain derives the same hops, n - 1, so both ends of each link cut alike; the
+// other algorithms' blocks cross one link at a time.
+TEST(Schedules, ChainsCountTheirHopsOnEveryRank) {
+  for (int world : WorldSizes()) {
+    for (int rank = 0; rank < world; ++rank) {
+      const uint32_t hops = static_cast<uint32_t>(std::max(world - 1, 1));
+      for (int root = 0; root < world; ++root) {
+        EXPECT_EQ(ChainBroadcast(rank, world, 1001, root, false).chain_hops, hops) << rank << " of " << world;
+        EXPECT_EQ(ChainReduce(rank, world, 1001, ReduceOp::kSum, root, false).chain_hops, hops) << rank << " of " << world;
+        EXPECT_EQ(BinomialTreeBroadcast(rank, world, 1001, root, false).chain_hops, 1u);
+      }
+      EXPECT_EQ(RingAllGather(rank, world, 1001, false).chain_hops, 1u);
+      EXPECT_EQ(RingReduceScatter(rank, world, 1001, ReduceOp::kSum, false).chain_hops, 1u);
+      EXPECT_EQ(RingAllReduce(rank, world, 1001, ReduceOp::kSum, false).chain_hops, 1u);
+      EXPECT_EQ(RecursiveDoublingAllReduce(rank, world, 1001, ReduceOp::kSum, false).chain_hops, 1u);
+    }
+  }
+}
+
 }  // namespace
 }  // namespace ucclzip::collectives
