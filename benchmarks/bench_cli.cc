@@ -17,8 +17,9 @@ ABSL_FLAG(bool, json, false, "print one JSON object per result instead of a tabl
 ABSL_FLAG(int, iters, 20, "timed iterations per measurement (the median is reported)");
 ABSL_FLAG(int, warmup, 3, "untimed iterations before timing");
 ABSL_FLAG(int, warmup_ms, 200,
-          "GPU work (device buffers, GPU codec timings): untimed calls go on until this many milliseconds have "
-          "passed, as well as --warmup of them; an idle GPU runs at low clocks until sustained work wakes it");
+          "untimed calls go on until this many milliseconds have passed, as well as --warmup of them, before each "
+          "size is timed (and before the codec's GPU timings): an idle GPU runs at low clocks until sustained work "
+          "wakes it");
 ABSL_FLAG(std::string, dist, "gaussian:0.02",
           "value distribution: gaussian:S, laplace:B, uniform:A, student-t3:S, random-bytes, special");
 ABSL_FLAG(int, ranks, 2, "ranks to start on this host (ignored when a launcher already started this rank)");
@@ -133,7 +134,7 @@ int Iterations() { return FirstSet<int>({absl::GetFlag(FLAGS_n)}, absl::GetFlag(
 int WarmupIterations() {
   return FirstSet<int>({absl::GetFlag(FLAGS_w), absl::GetFlag(FLAGS_warmup_iters)}, absl::GetFlag(FLAGS_warmup));
 }
-absl::Duration GpuWarmup() { return absl::Milliseconds(std::max(absl::GetFlag(FLAGS_warmup_ms), 0)); }
+absl::Duration WarmupDuration() { return absl::Milliseconds(std::max(absl::GetFlag(FLAGS_warmup_ms), 0)); }
 std::string DataTypeFlag() {
   return FirstSet<std::string>({absl::GetFlag(FLAGS_d), absl::GetFlag(FLAGS_datatype)}, absl::GetFlag(FLAGS_dtype));
 }

@@ -37,8 +37,8 @@ double StepFactor();
 uint64_t NextSize(uint64_t bytes);
 int Iterations();
 int WarmupIterations();
-// --warmup_ms: how long GPU work warms up before it is timed, at the least.
-absl::Duration GpuWarmup();
+// --warmup_ms: how long untimed calls go on before a size (or the codec's GPU work) is timed.
+absl::Duration WarmupDuration();
 std::string DataTypeFlag();
 std::string ReduceOpFlag();
 // --compress, or the subcommand's default list where it is unset.

@@ -59,7 +59,7 @@ double TimeGpuUs(const std::function<void()>& op, cudaStream_t stream) {
   cudaEventCreate(&stop);
   // Warm up for the given iterations and at least --warmup_ms: an idle H200 clocks its SMs at
   // 345 MHz and needs sustained work to reach its boost clock.
-  const absl::Time warm_until = absl::Now() + GpuWarmup();
+  const absl::Time warm_until = absl::Now() + WarmupDuration();
   for (int i = 0; i < absl::GetFlag(FLAGS_warmup) || absl::Now() < warm_until; ++i) {
     op();
     cudaStreamSynchronize(stream);

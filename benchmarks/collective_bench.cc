@@ -118,7 +118,7 @@ absl::StatusOr<std::vector<ModeResult>> MeasureSize(Communicator& comm, const Co
   void* const send_at = in_place ? base + input_offset : (*send)->data();
   void* const recv_at = base + output_offset;
   auto prepare = [&]() { return in_place ? (*recv)->Write(input, input_offset) : absl::OkStatus(); };
-  absl::Status warm = WarmUp(comm, device ? GpuWarmup() : absl::ZeroDuration(), [&]() -> absl::Status {
+  absl::Status warm = WarmUp(comm, WarmupDuration(), [&]() -> absl::Status {
     for (CompressionMode mode : modes) {
       if (absl::Status s = prepare(); !s.ok()) return s;
       if (absl::Status s = Call(comm, shape, send_at, recv_at, mode).Wait(kWait); !s.ok()) return s;
@@ -221,7 +221,7 @@ absl::Status RunRank() {
                 tls.c_str(), dist->Name().c_str(), comm.options().min_pipeline_block_bytes,
                 comm.options().pipeline_block_bytes, compress.c_str(),
                 in_place ? "in place" : "out of place", Iterations(), WarmupIterations(),
-                device ? absl::StrCat(" and ", absl::ToInt64Milliseconds(GpuWarmup()), " ms").c_str() : "", check ? 1 : 0);
+                absl::StrCat(" and ", absl::ToInt64Milliseconds(WarmupDuration()), " ms").c_str(), check ? 1 : 0);
     if (kind == Collective::kAllReduce) {
       std::printf(", recursive doubling up to %zu bytes", comm.options().recursive_doubling_bytes);
     }

@@ -43,7 +43,7 @@ absl::Status Barrier(Communicator& comm);
 
 // Repeats `round` (untimed calls, one per mode) until `at_least` has passed on the slowest rank.
 // An idle GPU runs at low clocks, and the few --warmup calls of a small message are over long
-// before it wakes: without this, small device messages were timed at idle clocks. The ranks
+// before it wakes, so small device messages were timed at idle clocks without this. The ranks
 // agree when to stop through GatherDoubles after each batch of rounds (the batches double), so
 // that every rank makes the same calls, as collectives need. Nothing for a zero duration.
 absl::Status WarmUp(Communicator& comm, absl::Duration at_least, absl::FunctionRef<absl::Status()> round);

@@ -160,7 +160,7 @@ absl::StatusOr<std::vector<ModeResult>> MeasureSize(Communicator& comm, Pattern 
   std::vector<std::vector<double>> times(modes.size());
   std::vector<RankTotals> totals(modes.size());
   if (absl::Status s = Barrier(comm); !s.ok()) return s;
-  absl::Status warm = WarmUp(comm, device ? GpuWarmup() : absl::ZeroDuration(), [&]() -> absl::Status {
+  absl::Status warm = WarmUp(comm, WarmupDuration(), [&]() -> absl::Status {
     for (size_t m = 0; m < modes.size() && active; ++m) {
       if (absl::Status s = Exchange(comm, pattern, (*out)->data(), ins, count, dtype, modes[m]); !s.ok()) return s;
     }

@@ -175,7 +175,7 @@ absl::Status RunRank() {
   // leaves behind for the next, affect all alike.
   std::map<CompressionMode, std::vector<double>> times;
   std::map<CompressionMode, double> payload, wire;
-  absl::Status warm = WarmUp(comm, device ? GpuWarmup() : absl::ZeroDuration(), [&]() -> absl::Status {
+  absl::Status warm = WarmUp(comm, WarmupDuration(), [&]() -> absl::Status {
     for (CompressionMode m : modes) {
       if (absl::StatusOr<double> seconds = SyncOnce(comm, buffers, *model, *dtype, m, broadcast); !seconds.ok()) {
         return seconds.status();
