@@ -473,36 +473,45 @@ TEST(Schedules, SplitEvenlyCoversTheCountInOrder) {
   }
 }
 
+constexpr uint64_t kMiB = 1 << 20, kLargestBlock = 16 * kMiB, kSmallestBlock = 4 * kMiB;
+
+// An operation of `count` elements of `width` bytes whose blocks cross `hops` links in a row,
+// cut with the default largest and smallest block sizes, and the blocks it should get.
+struct BlockCase {
+  uint64_t count;
+  size_t width;
+  uint32_t hops;
+  uint64_t block_bytes;
+};
+
+void ExpectBlocks(std::initializer_list<BlockCase> cases) {
+  for (const BlockCase& c : cases) {
+    EXPECT_EQ(pipeline::PipelineBlockElements(c.count, c.width, kLargestBlock, kSmallestBlock, c.hops),
+              c.block_bytes / c.width)
+        << c.count << " elements of " << c.width << " bytes over " << c.hops << " hops";
+  }
+}
+
 // An operation under four largest blocks is cut into four (whole 64 KiB, whole elements), none
 // below the smallest block size; from four largest blocks up, and wherever the smallest size is
 // not below the largest, every block is the largest.
 TEST(PipelineBlocks, SmallOperationsAreCutIntoFourBlocksOfAtLeastTheSmallestSize) {
-  constexpr uint64_t kMiB = 1 << 20, kLargest = 16 * kMiB, kSmallest = 4 * kMiB;
-  struct Case {
-    uint64_t count;
-    size_t width;
-    uint64_t block_bytes;
-  };
-  const Case cases[] = {
-      {0, 2, kSmallest},                         // an empty operation: one block of the smallest size
-      {1, 2, kSmallest},                         // below the smallest size: one block
-      {8 * kMiB, 2, 4 * kMiB},                   // 16 MB of bf16: four 4 MB blocks
-      {5 * kMiB, 4, 5 * kMiB},                   // 20 MB of fp32: four of 5 MB
-      {17 * kMiB / 2 + 1, 2, 4 * kMiB + (320 << 10)},  // a quarter of 17 MB and 2 bytes, up to whole 64 KiB
-      {3 * kMiB, 1, kSmallest},                  // 3 MB: one block
-      {6 * kMiB, 1, kSmallest},                  // 6 MB: a 4 MB block and a 2 MB one
-      {32 * kMiB, 2, kLargest},                  // 64 MB: four of the largest
-      {1ull << 40, 4, kLargest},                 // 4 TB: the largest, with no overflow on the way
-      {~0ull, 1, kLargest},
-  };
-  for (const Case& c : cases) {
-    EXPECT_EQ(pipeline::PipelineBlockElements(c.count, c.width, kLargest, kSmallest), c.block_bytes / c.width)
-        << c.count << " elements of " << c.width << " bytes";
-  }
+  ExpectBlocks({
+      {0, 2, 1, kSmallestBlock},                        // an empty operation: one block of the smallest size
+      {1, 2, 1, kSmallestBlock},                        // below the smallest size: one block
+      {8 * kMiB, 2, 1, 4 * kMiB},                       // 16 MB of bf16: four 4 MB blocks
+      {5 * kMiB, 4, 1, 5 * kMiB},                       // 20 MB of fp32: four of 5 MB
+      {17 * kMiB / 2 + 1, 2, 1, 4 * kMiB + (320 << 10)},  // a quarter of 17 MB and 2 bytes, up to whole 64 KiB
+      {3 * kMiB, 1, 1, kSmallestBlock},                 // 3 MB: one block
+      {6 * kMiB, 1, 1, kSmallestBlock},                 // 6 MB: a 4 MB block and a 2 MB one
+      {32 * kMiB, 2, 1, kLargestBlock},                 // 64 MB: four of the largest
+      {1ull << 40, 4, 1, kLargestBlock},                // 4 TB: the largest, with no overflow on the way
+      {~0ull, 1, 1, kLargestBlock},
+  });
   // Fixed blocks where the smallest size is not below the largest, as before it existed.
   for (uint64_t count : std::initializer_list<uint64_t>{0, 1, 1000003, 8 * kMiB, 1ull << 33}) {
-    EXPECT_EQ(pipeline::PipelineBlockElements(count, 2, kLargest, kLargest), kLargest / 2);
-    EXPECT_EQ(pipeline::PipelineBlockElements(count, 2, 256 << 10, kSmallest), (256 << 10) / 2);
+    EXPECT_EQ(pipeline::PipelineBlockElements(count, 2, kLargestBlock, kLargestBlock), kLargestBlock / 2);
+    EXPECT_EQ(pipeline::PipelineBlockElements(count, 2, 256 << 10, kSmallestBlock), (256 << 10) / 2);
   }
   // A block smaller than one element is one element.
   EXPECT_EQ(pipeline::PipelineBlockElements(100, 4, 1, 1), 1u);
@@ -511,30 +520,19 @@ TEST(PipelineBlocks, SmallOperationsAreCutIntoFourBlocksOfAtLeastTheSmallestSize
 // A chain of h hops is cut into 4 (h + 1) / 2 blocks, none below the smallest block size times
 // 4 / that many: its last rank then waits h - 1 block times for a first block that is small.
 TEST(PipelineBlocks, ChainsAreCutIntoMoreBlocksTheMoreHopsTheyHave) {
-  constexpr uint64_t kMiB = 1 << 20, kLargest = 16 * kMiB, kSmallest = 4 * kMiB;
-  struct Case {
-    uint64_t count;
-    uint32_t hops;
-    uint64_t block_bytes;
-  };
-  const Case cases[] = {
-      {8 * kMiB, 1, 4 * kMiB},                // 16 MB of bf16, one hop: four blocks, as above
-      {8 * kMiB, 2, 3 * kMiB - (320 << 10)},  // two hops: six, each a sixth up to whole 64 KiB
-      {8 * kMiB, 3, 2 * kMiB},                // a chain of 4 ranks: eight blocks
-      {8 * kMiB, 7, 1 * kMiB},                // of 8 ranks: sixteen
-      {8 * kMiB, 31, kSmallest / 16},         // of 32 ranks: 64, at the floor 4 MB * 4 / 64
-      {kMiB, 3, 2 * kMiB},                    // 2 MB along 4 ranks: one block of the floor, 2 MB
-      {64 * kMiB, 3, kLargest},               // 128 MB: the largest blocks
-      {128 * kMiB, 31, 4 * kMiB},             // 256 MB along 32 ranks: 64 of 4 MB, not 16 largest
-  };
-  for (const Case& c : cases) {
-    EXPECT_EQ(pipeline::PipelineBlockElements(c.count, 2, kLargest, kSmallest, c.hops), c.block_bytes / 2)
-        << c.count << " elements of bf16 over " << c.hops << " hops";
-  }
+  ExpectBlocks({
+      {8 * kMiB, 2, 1, 4 * kMiB},                // 16 MB of bf16, one hop: four blocks, as above
+      {8 * kMiB, 2, 2, 3 * kMiB - (320 << 10)},  // two hops: six, each a sixth up to whole 64 KiB
+      {8 * kMiB, 2, 3, 2 * kMiB},                // a chain of 4 ranks: eight blocks
+      {8 * kMiB, 2, 7, 1 * kMiB},                // of 8 ranks: sixteen
+      {8 * kMiB, 2, 31, kSmallestBlock / 16},    // of 32 ranks: 64, at the floor 4 MB * 4 / 64
+      {kMiB, 2, 3, 2 * kMiB},                    // 2 MB along 4 ranks: one block of the floor, 2 MB
+      {64 * kMiB, 2, 3, kLargestBlock},          // 128 MB: the largest blocks
+      {128 * kMiB, 2, 31, 4 * kMiB},             // 256 MB along 32 ranks: 64 of 4 MB, not 16 largest
+      {8 * kMiB, 2, 0, 4 * kMiB},                // no hops counts as one
+  });
   // Fixed blocks stay fixed along a chain.
-  EXPECT_EQ(pipeline::PipelineBlockElements(8 * kMiB, 2, kLargest, kLargest, 7), kLargest / 2);
-  EXPECT_EQ(pipeline::PipelineBlockElements(8 * kMiB, 2, kLargest, kSmallest, 0),
-            pipeline::PipelineBlockElements(8 * kMiB, 2, kLargest, kSmallest, 1));
+  EXPECT_EQ(pipeline::PipelineBlockElements(8 * kMiB, 2, kLargestBlock, kLargestBlock, 7), kLargestBlock / 2);
 }
 
 // Every rank of a chain derives the same hops, n - 1, so both ends of each link cut alike; the
