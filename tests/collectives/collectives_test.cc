@@ -234,6 +234,34 @@ TEST(Collectives, OperationsUnderFourLargestBlocksAreCutIntoFour) {
   RunCases(3, cases, options);
 }
 
+// A chain of n ranks is cut into 2n blocks (schedule.h): 4 ranks cut 2 MB of bf16 into 8
+// blocks of 256 KiB where one hop takes 4 of 512 KiB. The broadcast's root and the reduce's
+// chain head (rank 1 for root 0) each encode the message once, so they count its frames; every
+// rank's output is checked as everywhere else.
+TEST(Collectives, ChainsAreCutIntoTwiceAsManyBlocksAsRanks) {
+  transport::TransportOptions options = PipelineOptions();
+  options.pipeline_block_bytes = size_t{1} << 20;
+  options.min_pipeline_block_bytes = size_t{256} << 10;
+  options.tree_broadcast_bytes = 0;
+  constexpr uint64_t kCount = uint64_t{1} << 20;
+  ExpectRanksSucceeded(RunRanks({.world_size = 4}, [&](const RankContext& context) -> absl::Status {
+    auto comm = CreateCommunicator(context, options);
+    if (!comm.ok()) return comm.status();
+    for (Collective kind : {Collective::kBroadcast, Collective::kReduce}) {
+      const CollectiveCase c{.kind = kind, .count = kCount, .root = 0, .mode = CompressionMode::kOn};
+      const uint64_t before = (*comm)->stats().blocks_compressed;
+      if (absl::Status s = RunAndCheck(**comm, c, 7); !s.ok()) return s;
+      const uint64_t frames = (*comm)->stats().blocks_compressed - before;
+      const bool encodes_the_message = (kind == Collective::kBroadcast ? 0 : 1) == (*comm)->rank();
+      if (encodes_the_message && frames != 8) {
+        return absl::InternalError(absl::StrCat("rank ", (*comm)->rank(), ": ", c.Name(), " sent ", frames,
+                                                " frames, not 8 (a chain of 4 ranks cuts its 2 MB into 8 blocks)"));
+      }
+    }
+    return absl::OkStatus();
+  }));
+}
+
 // Host memory through the transport's staging pipeline (as device memory goes where UCX does not
 // take it), so that CI covers the staged path's small, empty and adjacent messages too.
 TEST(Collectives, StagedTransportPath) {
