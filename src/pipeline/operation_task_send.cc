@@ -201,8 +201,9 @@ bool OperationTask::StartAhead(TaskContext& context, SendBlock& block) {
 
 uint64_t OperationTask::WindowRoom(const TaskContext& context, const SendBlock& block) const {
   const uint64_t count = spec_.schedule.sends[block.step].chunk.count;
-  return context.send_window->RoomOf(BlockElements(count, block.index) * ElementSize(spec_.dtype),
-                                     BlockCount(count, spec_.block_elements) > 1);
+  const bool one_of_several = BlockCount(count, spec_.block_elements) > 1;
+  return context.send_window->RoomOf(BlockElements(count, block.index) * ElementSize(spec_.dtype), one_of_several,
+                                     one_of_several && spec_.schedule.chain_hops > 1);
 }
 
 bool OperationTask::TakeWindow(TaskContext& context, SendBlock& block) {

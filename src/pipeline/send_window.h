@@ -12,7 +12,12 @@
 // stream at once, as with the largest blocks, and the blocks of a 16 MB message cut into four
 // go one after the other, each decoded while the next arrives, not all four side by side to
 // arrive together. A message's only block takes its bytes, so that many small messages go at
-// once. Pipeline thread only.
+// once. A block of a chain's message cut into several (Schedule::chain_hops) takes the whole
+// window and so goes alone: two side by side share the link and land together (UCX interleaves
+// their bytes), and the next rank forwards neither before both have landed. A 4 MB broadcast
+// chain of 4 ranks in two 2 MB blocks took as long as in one block, three hops one after the
+// other, with two on their way (shaped 1 Gbit/s link, benchmarks/RESULTS.md, twenty-second
+// session). Pipeline thread only.
 #pragma once
 
 #include <algorithm>
@@ -26,8 +31,10 @@ class SendWindow {
   SendWindow(int peers, int blocks, uint64_t largest_block_bytes)
       : in_flight_(peers, 0), largest_block_bytes_(largest_block_bytes), window_bytes_(blocks * largest_block_bytes) {}
 
-  // The room a block of `bytes` takes; `one_of_several`: its message is cut into more than one.
-  uint64_t RoomOf(uint64_t bytes, bool one_of_several) const {
+  // The room a block of `bytes` takes; `one_of_several`: its message is cut into more than one;
+  // `alone`: nothing else may be on its way to the peer beside it.
+  uint64_t RoomOf(uint64_t bytes, bool one_of_several, bool alone) const {
+    if (alone) return std::max(bytes, window_bytes_);
     return one_of_several ? std::max(bytes, largest_block_bytes_) : bytes;
   }
 

@@ -29,16 +29,30 @@ TEST(SendWindow, ABlockLargerThanTheWindowGoesAlone) {
 // window holds as many of them as with the largest blocks; a message's only block its bytes.
 TEST(SendWindow, ABlockOfSeveralTakesALargestBlocksRoom) {
   SendWindow window(2, 2, 16);
-  EXPECT_EQ(window.RoomOf(4, true), 16u);
-  EXPECT_EQ(window.RoomOf(20, true), 20u);
-  EXPECT_EQ(window.RoomOf(4, false), 4u);
-  EXPECT_TRUE(window.TryTake(1, window.RoomOf(4, true)));
-  EXPECT_TRUE(window.TryTake(1, window.RoomOf(4, true)));
-  EXPECT_FALSE(window.TryTake(1, window.RoomOf(4, true)));  // two of several, as two largest blocks
-  EXPECT_FALSE(window.TryTake(1, window.RoomOf(1, false)));
-  EXPECT_TRUE(window.TryTake(0, window.RoomOf(4, false)));
-  EXPECT_TRUE(window.TryTake(0, window.RoomOf(4, false)));
-  EXPECT_TRUE(window.TryTake(0, window.RoomOf(4, false)));  // small single blocks: many at once
+  EXPECT_EQ(window.RoomOf(4, true, false), 16u);
+  EXPECT_EQ(window.RoomOf(20, true, false), 20u);
+  EXPECT_EQ(window.RoomOf(4, false, false), 4u);
+  EXPECT_TRUE(window.TryTake(1, window.RoomOf(4, true, false)));
+  EXPECT_TRUE(window.TryTake(1, window.RoomOf(4, true, false)));
+  EXPECT_FALSE(window.TryTake(1, window.RoomOf(4, true, false)));  // two of several, as two largest blocks
+  EXPECT_FALSE(window.TryTake(1, window.RoomOf(1, false, false)));
+  EXPECT_TRUE(window.TryTake(0, window.RoomOf(4, false, false)));
+  EXPECT_TRUE(window.TryTake(0, window.RoomOf(4, false, false)));
+  EXPECT_TRUE(window.TryTake(0, window.RoomOf(4, false, false)));  // small single blocks: many at once
+}
+
+// A chain's block goes alone: it waits until nothing is on its way to the peer, and nothing
+// joins it until it is done, whatever its size.
+TEST(SendWindow, AChainsBlockGoesAlone) {
+  SendWindow window(2, 2, 16);
+  EXPECT_EQ(window.RoomOf(4, true, true), 32u);
+  EXPECT_EQ(window.RoomOf(40, true, true), 40u);
+  EXPECT_TRUE(window.TryTake(1, window.RoomOf(4, true, false)));
+  EXPECT_FALSE(window.TryTake(1, window.RoomOf(4, true, true)));  // something else is on its way
+  window.Release(1, window.RoomOf(4, true, false));
+  EXPECT_TRUE(window.TryTake(1, window.RoomOf(4, true, true)));
+  EXPECT_FALSE(window.TryTake(1, window.RoomOf(1, false, false)));  // nothing joins it
+  EXPECT_TRUE(window.TryTake(0, window.RoomOf(4, true, true)));   // another peer has its own room
 }
 
 }  // namespace
