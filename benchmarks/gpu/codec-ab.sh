@@ -2,9 +2,9 @@
 # The codec against an earlier version of itself, side by side on the same GPU in one run: a
 # kernel change is judged by what it changes, not against figures of another day (the machine
 # drifts by up to 10 % between calls). CODEC_BASELINE names a source tree of the earlier
-# version, e.g. `mkdir -p .gpu/wip/baseline && git archive <commit> | tar -x -C .gpu/wip/baseline`
-# (about 4 MB; carry it). Its benchmark is built beside this tree's, then both take turns, the
-# order alternating from round to round, on bf16 and fp32 Gaussians at each size.
+# version (baseline.bash says how to make one). Its benchmark is built beside this tree's, then
+# both take turns, the order alternating from round to round, on bf16 and fp32 Gaussians at each
+# size.
 #   CODEC_BASELINE  source tree of the baseline (unset: the script is skipped)
 #   BUILD  this tree's build (default: build)
 #   AB_ROUNDS  rounds (default 3)      AB_SIZES  sizes (default: 1M 16M 256M)
@@ -16,13 +16,9 @@ if [[ -z ${CODEC_BASELINE:-} ]]; then
   echo "codec-ab skipped: CODEC_BASELINE names the baseline's source tree"
   exit 0
 fi
-base_src=$CODEC_BASELINE
+source "$(dirname "$0")/baseline.bash"
 ours="${BUILD:-build}/benchmarks/ucclzip-bench"
-base_build=build-codec-baseline
-cmake -S "$base_src" -B "$base_build" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 \
-  >"$OUT/configure-codec-baseline.log" 2>&1
-cmake --build "$base_build" -j"$(nproc)" --target ucclzip-bench >"$OUT/build-codec-baseline.log" 2>&1
-theirs="$base_build/benchmarks/ucclzip-bench"
+theirs=$(build_baseline "$CODEC_BASELINE" build-codec-baseline)
 jsonl="$OUT/codec-ab.jsonl"
 : >"$jsonl"
 for ((round = 1; round <= ${AB_ROUNDS:-3}; round++)); do

@@ -8,6 +8,8 @@
 #   BUILD  build folder (default: build)
 #   AB_A, AB_B  the two sides: space-separated NAME=VALUE settings (default: none, i.e. as is)
 #   AB_A_ARGS, AB_B_ARGS  more benchmark arguments for one side, e.g. AB_B_ARGS="--warmup_ms 0"
+#   AB_B_TREE  side B runs the benchmark of this source tree, an earlier version (baseline.bash),
+#          built here first; A runs this tree's
 #   AB_CASES  space-separated OP:RANKS:TLS[:MEMORY], MEMORY overriding AB_ARGS' (default
 #          "allreduce:4:tcp allreduce:4:posix,sysv broadcast:4:tcp broadcast:2:tcp")
 #   AB_ARGS  the benchmark's other arguments (default: device memory, off, bf16, 8 B to 16 MB by 8)
@@ -16,6 +18,7 @@
 #          made (CU13_BUILD, CU13_UCX), e.g. to A/B a setting on UCX 1.22's tcp
 set -uo pipefail
 source "$(dirname "$0")/json-rows.bash"
+source "$(dirname "$0")/baseline.bash"
 bench="${BUILD:-build}/benchmarks/ucclzip-bench"
 if [[ ${AB_CU13:-0} == 1 ]]; then
   if [[ -z ${CU13_BUILD:-} || ! -d ${CU13_UCX:-/nonexistent}/lib ]]; then
@@ -26,22 +29,29 @@ if [[ ${AB_CU13:-0} == 1 ]]; then
 fi
 OUT=${OUT:?set OUT to the folder for the logs}
 mkdir -p "$OUT"
+bench_b=$bench
+if [[ -n ${AB_B_TREE:-} && ${AB_CU13:-0} == 1 ]]; then
+  echo "env-ab: AB_B_TREE builds against Debian's UCX only; leave out AB_CU13"; exit 1
+fi
+if [[ -n ${AB_B_TREE:-} ]]; then
+  bench_b=$(build_baseline "$AB_B_TREE" build-env-ab-baseline) || { echo "env-ab: building $AB_B_TREE failed"; exit 1; }
+fi
 rows="$OUT/env-ab.jsonl"
 : >"$rows"
 read -r -a args <<<"${AB_ARGS:---memory device --compress off -d bf16 -b 8 -e 16M -f 8 -n 30 -w 5 -c 1}"
-echo "$bench; A: ${AB_A:-(as is)} ${AB_A_ARGS:-}; B: ${AB_B:-(as is)} ${AB_B_ARGS:-}; ${args[*]}"
+echo "A: $bench ${AB_A:-(as is)} ${AB_A_ARGS:-}; B: $bench_b ${AB_B:-(as is)} ${AB_B_ARGS:-}; ${args[*]}"
 for round in $(seq 1 "${ROUNDS:-2}"); do
   sides=(A B)
   ((round % 2 == 0)) && sides=(B A)
   for case in ${AB_CASES:-allreduce:4:tcp allreduce:4:posix,sysv broadcast:4:tcp broadcast:2:tcp}; do
     IFS=: read -r op ranks tls memory <<<"$case"
     for side in "${sides[@]}"; do
-      settings=${AB_A:-} side_args=${AB_A_ARGS:-}
-      [[ $side == B ]] && settings=${AB_B:-} side_args=${AB_B_ARGS:-}
+      settings=${AB_A:-} side_args=${AB_A_ARGS:-} side_bench=$bench
+      [[ $side == B ]] && settings=${AB_B:-} side_args=${AB_B_ARGS:-} side_bench=$bench_b
       read -r -a setting_list <<<"$settings"
       read -r -a side_arg_list <<<"$side_args"
       err="$OUT/env-ab-$op-$ranks-$tls${memory:+-$memory}-$side.err"
-      env "${setting_list[@]}" timeout -k 10 300 "$bench" "$op" --ranks "$ranks" --tls "$tls" "${args[@]}" "${side_arg_list[@]}" ${memory:+--memory "$memory"} --json 2>"$err" |
+      env "${setting_list[@]}" timeout -k 10 300 "$side_bench" "$op" --ranks "$ranks" --tls "$tls" "${args[@]}" "${side_arg_list[@]}" ${memory:+--memory "$memory"} --json 2>"$err" |
         tag_rows "\"side\":\"$side\",\"round\":$round" >>"$rows" ||
         echo "$op $ranks ranks $tls side $side: failed ($(tail -1 "$err"))"
     done
