@@ -127,9 +127,10 @@ struct CommunicatorOptions {
   size_t recursive_doubling_bytes = size_t{256} << 10;
   // A broadcast of at most this many bytes goes down a binomial tree (ceil(log2 n) hops, the
   // root sending a copy per level), a larger one along the chain (n - 1 hops, pipelined by
-  // blocks: docs/COLLECTIVES.md). Every rank must use the same; 0 sends every broadcast along
-  // the chain.
-  size_t tree_broadcast_bytes = size_t{4} << 20;
+  // blocks: docs/COLLECTIVES.md). From 4 ranks up a chain of more than 2 MiB is cut into several
+  // blocks, and then outran the tree. Every rank must use the same; 0 sends every broadcast
+  // along the chain.
+  size_t tree_broadcast_bytes = size_t{2} << 20;
   // kAuto leaves messages smaller than this uncompressed.
   size_t min_compress_bytes = size_t{256} << 10;
   // How many pipeline blocks may be on their way to one peer at once (a plain run of a Send's
