@@ -134,7 +134,8 @@ struct CommunicatorOptions {
   // kAuto leaves messages smaller than this uncompressed.
   size_t min_compress_bytes = size_t{256} << 10;
   // How many pipeline blocks may be on their way to one peer at once (a plain run of a Send's
-  // consecutive uncompressed blocks, one transfer, counting as one). Each peer has this many
+  // consecutive uncompressed blocks, one transfer, counting as one; a chain's blocks go one at a
+  // time whatever this says, docs/PIPELINE.md, "Block size"). Each peer has this many
   // plus 2 device codec slots (workspace, frame buffer and stream for one block) for sends, in
   // which the next frames encode while those blocks are on the wire, and this many plus 2 for
   // receives (what keeps rings moving), allocated on the first device operation: bounded
