@@ -12,12 +12,12 @@
 // stream at once, as with the largest blocks, and the blocks of a 16 MB message cut into four
 // go one after the other, each decoded while the next arrives, not all four side by side to
 // arrive together. A message's only block takes its bytes, so that many small messages go at
-// once. A block of a chain's message cut into several (Schedule::chain_hops) takes the whole
-// window and so goes alone: two side by side share the link and land together (UCX interleaves
+// once. A block of a chain's message cut into several (Schedule::chain_hops) may take the whole
+// window and so go alone: two side by side share the link and land together (UCX interleaves
 // their bytes), and the next rank forwards neither before both have landed. A 4 MB broadcast
 // chain of 4 ranks in two 2 MB blocks took as long as in one block, three hops one after the
 // other, with two on their way (shaped 1 Gbit/s link, benchmarks/RESULTS.md, twenty-second
-// session). Pipeline thread only.
+// session). Which blocks go alone: OperationTask::WindowRoom. Pipeline thread only.
 #pragma once
 
 #include <algorithm>
