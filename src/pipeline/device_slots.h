@@ -18,10 +18,6 @@
 
 namespace ucclzip::pipeline {
 
-// Send slots per peer beyond the device_slots blocks that may be on their way: the next frames
-// encode in them while those blocks are on the wire (operation_task_send.cc, "ahead").
-inline constexpr int kEncodeAheadBlocks = 2;
-
 struct DeviceSlot {
   std::unique_ptr<GpuCodec> codec;
   cudaStream_t stream = nullptr;

@@ -153,9 +153,13 @@ class OperationTask {
     std::array<uint8_t, kEnvelopeBytes> envelope{};
     FramePlan plan{};
     std::unique_ptr<uint8_t[]> host_frame;
+    uint64_t host_frame_bytes = 0;  // once encoded
     DeviceSlot* slot = nullptr;
     bool slot_borrowed = false;  // the slot of the receive block this one re-encodes
-    bool encoded = false;  // a device frame's encode has finished
+    bool encoded = false;  // the frame's encode has finished
+    // A host frame encoding ahead of the window holds one of its peer's places for that
+    // (SendWindow::TryEncodeAhead) until it takes the window or retires.
+    bool encoding_ahead = false;
     bool raw_posted = false;
     // Which of the policy's meters times this block, from its post (a frame: once encoded and
     // sent, its encode's start given) to its send's completion, and its ticket there.
@@ -229,18 +233,21 @@ class OperationTask {
   // The plain run a plain block starts: the following blocks that go plainly too, where the
   // operation is a point-to-point send (collectives forward and reduce block by block).
   PlainRun FormPlainRun(TaskContext& context, const SendBlock& block);
-  // Encodes a device frame ahead, before the send window has room for it (false: the block is
-  // not a device frame, or no slot is free).
+  // Encodes a frame ahead, before the send window has room for it (false: the block is not a
+  // frame of its own, or no send slot or place ahead is free).
   bool StartAhead(TaskContext& context, SendBlock& block);
   // The room `block` takes in the send window (send_window.h).
   uint64_t WindowRoom(const TaskContext& context, const SendBlock& block) const;
   // A block started ahead takes the send window and posts its envelope (false: no room yet).
   bool TakeWindow(TaskContext& context, SendBlock& block);
+  // Gives back the block's place ahead of the window, if it holds one.
+  void EndEncodeAhead(TaskContext& context, SendBlock& block);
   void StartForward(TaskContext& context, SendBlock& block);
   void StartPlain(TaskContext& context, SendBlock& block, const uint8_t* source);
-  // Queues a host frame's encode; SendHostFrame sends it once the encode is done.
+  // Queues a host frame's encode; AdvanceHostFrame sends it once the encode is done and the
+  // block has the window.
   void StartHostFrame(TaskContext& context, SendBlock& block, const uint8_t* source);
-  bool SendHostFrame(TaskContext& context, SendBlock& block);
+  bool AdvanceHostFrame(TaskContext& context, SendBlock& block);
   bool StartDeviceFrame(TaskContext& context, SendBlock& block, const uint8_t* source, bool windowed);
   bool AdvanceEncoding(TaskContext& context, SendBlock& block);
   void SendRest(TaskContext& context, SendBlock& block, const uint8_t* head, const uint8_t* frame, uint64_t frame_bytes,
@@ -308,8 +315,8 @@ class OperationTask {
   std::vector<uint32_t> first_send_sequence_;
   std::vector<uint32_t> first_recv_sequence_;
   std::vector<uint32_t> next_send_;   // per peer: the next block to start
-  // Per peer: the next block to take the send window. Blocks from here to next_send_ are device
-  // frames encoding ahead: their slot taken, their envelope not yet posted.
+  // Per peer: the next block to take the send window. Blocks from here to next_send_ are frames
+  // encoding ahead: their send slot or place ahead taken, their envelope not yet posted.
   std::vector<uint32_t> next_window_;
   std::vector<uint32_t> next_parts_;  // per peer: the next block to post its parts
   std::vector<bool> recv_step_forwarded_;  // per receive step: a send step forwards its blocks

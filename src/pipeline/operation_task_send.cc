@@ -1,13 +1,15 @@
 // Send blocks: each starts in its link's sequence order once its source is ready and the send
 // window has room. A block of the caller's elements, or of a reduced result, is sent plainly
 // or as a frame (compress-or-not per block); device frames leave in parts, the raw plane as
-// soon as the split stage is done (split-send). A device frame may also start encoding ahead,
-// while the window is full, in a send slot beyond the window's blocks, and takes the window in
-// link order once there is room: the blocks on their way share the link and land about
-// together, and without encoding ahead the link waited for the next frames' encodes (H200 run
-// s6-1). A plain block of a point-to-point send takes the following blocks that go plainly too
-// into one plain run, whose bytes leave as one transport message (plain_run.h). A forwarded
-// block re-sends the parts of a received block exactly as they arrived, with no re-coding.
+// soon as the split stage is done (split-send). A frame may also start encoding ahead, while
+// the window is full (a device frame in a send slot beyond the window's blocks, a host frame in
+// a buffer of its own), and takes the window in link order once there is room: the blocks on
+// their way share the link and land about together, and without encoding ahead the link waited
+// for the next frames' encodes (H200 run s6-1; a host chain's blocks, which go alone, for the
+// previous block's transfer). A plain block of a point-to-point send takes the following blocks
+// that go plainly too into one plain run, whose bytes leave as one transport message
+// (plain_run.h). A forwarded block re-sends the parts of a received block exactly as they
+// arrived, with no re-coding.
 #include <bit>
 #include <cstring>
 
@@ -73,7 +75,7 @@ bool OperationTask::AdvanceSends(TaskContext& context) {
   bool moved = false;
   for (SendBlock& block : send_blocks_) {
     if (block.stage == SendStage::kEncoding) {
-      moved |= block.host_job != nullptr ? SendHostFrame(context, block) : AdvanceEncoding(context, block);
+      moved |= spec_.memory == MemoryType::kHost ? AdvanceHostFrame(context, block) : AdvanceEncoding(context, block);
     }
     // A carried block completes with the first block of its run.
     if (block.stage == SendStage::kSending && block.run_first == block.index) {
@@ -86,8 +88,8 @@ bool OperationTask::AdvanceSends(TaskContext& context) {
   }
   // Each link's blocks start strictly in sequence order (after every earlier task's on that
   // link), each once its source is ready and the window to the peer has room; a device frame of
-  // the caller's elements also needs a slot. Device frames may start ahead of the window, and
-  // take it in the same order. A plain run starts all its blocks at once and takes the window's
+  // the caller's elements also needs a slot. Frames may start ahead of the window, and take it
+  // in the same order. A plain run starts all its blocks at once and takes the window's
   // room of its first block only: it is one transfer, as a block is, and the next may start
   // beside it (send_window.h).
   for (size_t peer = 0; peer < send_order_.size(); ++peer) {
@@ -192,24 +194,20 @@ bool OperationTask::StartSend(TaskContext& context, SendBlock& block) {
 }
 
 bool OperationTask::StartAhead(TaskContext& context, SendBlock& block) {
-  if (spec_.schedule.sends[block.step].source == SendStep::Source::kForward || spec_.memory != MemoryType::kDevice) {
-    return false;
+  const SendStep& step = spec_.schedule.sends[block.step];
+  if (step.source == SendStep::Source::kForward || !FramePlanOf(context, block)) return false;
+  if (spec_.memory == MemoryType::kHost) {
+    if (!context.send_window->TryEncodeAhead(step.peer)) return false;
+    block.encoding_ahead = true;
   }
-  if (!FramePlanOf(context, block)) return false;
   return StartSend(context, block);
 }
 
 uint64_t OperationTask::WindowRoom(const TaskContext& context, const SendBlock& block) const {
   const SendStep& step = spec_.schedule.sends[block.step];
   const bool one_of_several = BlockCount(step.chunk.count, spec_.block_elements) > 1;
-  // A chain's block goes alone (send_window.h), but not one the CPU may code once it has taken
-  // the window (host memory, not forwarded, compression not off): alone, the next block's encode
-  // would wait for this one's transfer, where two on their way overlap them (a compressed weight
-  // sync to 3 receivers took 8 % longer). Device frames encode ahead of the window.
-  const bool coded_in_window = spec_.memory == MemoryType::kHost && step.source != SendStep::Source::kForward &&
-                               spec_.compression != CompressionMode::kOff;
   return context.send_window->RoomOf(BlockElements(step.chunk.count, block.index) * ElementSize(spec_.dtype),
-                                     one_of_several, one_of_several && spec_.schedule.chain_hops > 1 && !coded_in_window);
+                                     one_of_several, one_of_several && spec_.schedule.chain_hops > 1);
 }
 
 bool OperationTask::TakeWindow(TaskContext& context, SendBlock& block) {
@@ -218,9 +216,16 @@ bool OperationTask::TakeWindow(TaskContext& context, SendBlock& block) {
   const uint64_t bytes = WindowRoom(context, block);
   if (!context.send_window->TryTake(step.peer, bytes)) return false;
   block.window_bytes = bytes;
+  EndEncodeAhead(context, block);
   block.envelope = EncodeEnvelope(BlockEnvelope(block, BlockKind::kFrame));
   PostSend(context, block, block.envelope.data(), kEnvelopeBytes, MemoryType::kHost, kEnvelopeStream);
   return true;
+}
+
+void OperationTask::EndEncodeAhead(TaskContext& context, SendBlock& block) {
+  if (!block.encoding_ahead) return;
+  context.send_window->EndEncodeAhead(spec_.schedule.sends[block.step].peer);
+  block.encoding_ahead = false;
 }
 
 void OperationTask::StartForward(TaskContext& context, SendBlock& block) {
@@ -284,28 +289,43 @@ void OperationTask::StartHostFrame(TaskContext& context, SendBlock& block, const
         return CompressHost(source, elements, dtype, frame, capacity, options, threads);
       });
   block.stage = SendStage::kEncoding;
-  // The envelope goes now, as a windowed device frame's does: the receiver checks it while the
-  // frame is coded, and learns of a disagreement even if this task fails meanwhile.
-  block.envelope = EncodeEnvelope(BlockEnvelope(block, BlockKind::kFrame));
-  PostSend(context, block, block.envelope.data(), kEnvelopeBytes, MemoryType::kHost, kEnvelopeStream);
+  // Within the window the envelope goes now, as a device frame's does: the receiver checks it
+  // while the frame is coded, and learns of a disagreement even if this task fails meanwhile.
+  // Ahead of it, the envelope goes with the window (TakeWindow).
+  if (block.window_bytes != 0) {
+    block.envelope = EncodeEnvelope(BlockEnvelope(block, BlockKind::kFrame));
+    PostSend(context, block, block.envelope.data(), kEnvelopeBytes, MemoryType::kHost, kEnvelopeStream);
+  }
 }
 
-bool OperationTask::SendHostFrame(TaskContext& context, SendBlock& block) {
-  if (!block.host_job->done()) return false;
-  const std::shared_ptr<const HostCodecJobs::Job> job = std::move(block.host_job);
-  context.stats->codec_seconds += absl::ToDoubleSeconds(job->took());
-  const absl::StatusOr<uint64_t>& frame_bytes = job->result();
-  if (!frame_bytes.ok() || !status_.ok()) {
-    FailBlock("send", block.step, block.index, frame_bytes.status());
-    block.stage = SendStage::kSending;  // the envelope's send completes, then the block retires
+bool OperationTask::AdvanceHostFrame(TaskContext& context, SendBlock& block) {
+  bool moved = false;
+  if (!block.encoded) {
+    if (!block.host_job->done()) return false;
+    const std::shared_ptr<const HostCodecJobs::Job> job = std::move(block.host_job);
+    context.stats->codec_seconds += absl::ToDoubleSeconds(job->took());
+    const absl::StatusOr<uint64_t>& frame_bytes = job->result();
+    if (!frame_bytes.ok() || !status_.ok()) {
+      FailBlock("send", block.step, block.index, frame_bytes.status());
+      block.stage = SendStage::kSending;  // what was posted completes, then the block retires
+      return true;
+    }
+    block.encoded = true;
+    block.host_frame_bytes = *frame_bytes;
+    const SendStep& step = spec_.schedule.sends[block.step];
+    context.policy->HostEncoded(BlockElements(step.chunk.count, block.index) * ElementSize(spec_.dtype), job->took());
+    TraceBlock("send", block.step, block.index, "encoded");
+    moved = true;
+  }
+  // Encoded ahead: the frame waits for the window (AdvanceSends), or for the task's end.
+  if (block.window_bytes == 0) {
+    if (status_.ok()) return moved;
+    block.stage = SendStage::kSending;
     return true;
   }
-  const SendStep& step = spec_.schedule.sends[block.step];
-  context.policy->HostEncoded(BlockElements(step.chunk.count, block.index) * ElementSize(spec_.dtype), job->took());
-  TraceBlock("send", block.step, block.index, "encoded");
   PostSend(context, block, block.host_frame.get() + block.plan.raw_offset, block.plan.raw_bytes, MemoryType::kHost,
            kRawStream);
-  SendRest(context, block, block.host_frame.get(), block.host_frame.get(), *frame_bytes, MemoryType::kHost);
+  SendRest(context, block, block.host_frame.get(), block.host_frame.get(), block.host_frame_bytes, MemoryType::kHost);
   return true;
 }
 
@@ -443,6 +463,7 @@ void OperationTask::RetireSend(TaskContext& context, SendBlock& block) {
   if (block.slot_borrowed && block.slot != nullptr) cudaStreamSynchronize(block.slot->stream);
   block.slot = nullptr;
   block.host_frame.reset();
+  EndEncodeAhead(context, block);
   context.send_window->Release(step.peer, block.window_bytes);
   block.window_bytes = 0;
   block.stage = SendStage::kDone;

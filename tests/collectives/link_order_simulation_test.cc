@@ -18,7 +18,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "collectives/schedules.h"
-#include "pipeline/device_slots.h"
+#include "pipeline/send_window.h"
 
 namespace ucclzip::collectives {
 namespace {
