@@ -140,7 +140,8 @@ struct CommunicatorOptions {
   // which the next frames encode while those blocks are on the wire, and this many plus 2 for
   // receives (what keeps rings moving), allocated on the first device operation: bounded
   // memory, none allocated after that, about 448 MB per peer with the defaults
-  // (docs/PIPELINE.md, "Resources").
+  // (docs/PIPELINE.md, "Resources"). Host blocks are bounded alike: this many plus 2 receive
+  // blocks per peer hold buffers at once. At least 1.
   int device_slots = 2;
   // Where UCX stages device memory (a host-only UCX), the receive slots of the peer whose blocks
   // this rank forwards (its predecessor: the middle of a broadcast chain, every rank of an

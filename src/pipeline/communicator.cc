@@ -222,6 +222,10 @@ absl::StatusOr<std::unique_ptr<Communicator>> CommunicatorAccess::Create(const B
   auto impl = std::make_unique<Communicator::Impl>();
   // This rank's own resources first: a rank that fails on them then fails before it has joined
   // the others, not while they still connect to it (they then see its bootstrap fail, naming it).
+  if (options.device_slots < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("rank ", bootstrap.rank, ": device_slots is ", options.device_slots, "; it must be at least 1"));
+  }
   absl::StatusOr<std::unique_ptr<HostCodecThreads>> cpu_codec_threads = HostCodecThreads::Create(options.cpu_codec_threads);
   if (!cpu_codec_threads.ok()) {
     return absl::Status(cpu_codec_threads.status().code(),

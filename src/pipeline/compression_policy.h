@@ -82,11 +82,12 @@ class CompressionPolicy {
 
   // The CPU codec's work for host buffers, on the pipeline thread (and the codec's threads): a
   // block's encode (`bytes` of payload in `took`) and a received frame's decode. What bounds a
-  // compressed host pipeline is this rank's CPU, not its sends' completions: host frames land
-  // in buffers of their own, so a sender's frames complete at the link's pace however slowly
-  // its receiver decodes. Decoding is faster than encoding on the CPU (RESULTS.md), so a sender
-  // that only encodes is bounded by its encoder; a rank of a ring or chain also decodes what it
-  // receives on the same thread, and at most as fast as it codes both can it send frames. So
+  // compressed host pipeline is this rank's CPU as much as its sends' completions: host frames
+  // land in buffers of their own, so a sender's frames complete at the link's pace until its
+  // receiver lags a peer's places behind (engine.cc, ReceiveBlocksPerPeer). Decoding is faster
+  // than encoding on the CPU (RESULTS.md), so a sender that only encodes is bounded by its
+  // encoder; a rank of a ring or chain also decodes what it receives on the same thread, and at
+  // most as fast as it codes both can it send frames. So
   // the bound is the compressed bytes this rank sends on host memory (its own frames and the
   // frames it forwards) per second of its CPU codec work, encodes and decodes together. (On
   // the device path a slow decode keeps the receiver's slots, which holds back the sends'

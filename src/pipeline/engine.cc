@@ -26,6 +26,14 @@ constexpr unsigned long kTimerSlackNs = 1000;
 constexpr absl::Duration kIdleSleep = absl::Milliseconds(5);
 constexpr uint64_t kMaxBlocksPerMessage = 1u << 16;
 
+// Receive blocks per peer that may hold buffers at once: device slots, or a host block's frame
+// and scratch. A ring forwards a block up to kLinkGroupBlocks places after it arrived and holds
+// its buffers until then: more than that per peer keep every ring moving (docs/COLLECTIVES.md),
+// device_slots more keep its blocks in flight meanwhile.
+int ReceiveBlocksPerPeer(const CommunicatorOptions& options) {
+  return options.device_slots + static_cast<int>(kLinkGroupBlocks);
+}
+
 // "send to peer 1 (1000 elements of bf16" or "allreduce (1000 elements of bf16, sum"; the caller
 // closes it.
 std::string CallName(const Call& call, int rank) {
@@ -65,7 +73,9 @@ Engine::Engine(TransportLanes& lanes, const CommunicatorOptions& options,
       cpu_codec_threads_(std::move(cpu_codec_threads)),
       host_jobs_(std::make_unique<HostCodecJobs>([this] { Wake(); })),
       policy_(options.min_compress_bytes),
-      send_window_(lanes.size(), std::max(options.device_slots, 1), std::max<uint64_t>(options.pipeline_block_bytes, 1)) {
+      send_window_(lanes.size(), options.device_slots, std::max<uint64_t>(options.pipeline_block_bytes, 1)),
+      host_frames_ahead_(lanes.size(), kEncodeAheadBlocks),
+      host_receive_blocks_(lanes.size(), ReceiveBlocksPerPeer(options)) {
   thread_ = std::thread([this] { Loop(); });
   pthread_setname_np(thread_.native_handle(), "ucclzip-engine");
 }
@@ -120,13 +130,10 @@ absl::Status Engine::EnsureDevice(int device) {
     absl::StatusOr<std::unique_ptr<DeviceSlotPool>> s =
         DeviceSlotPool::Create(options_.device_slots + kEncodeAheadBlocks, block_bytes, SlotExtras{});
     if (!s.ok()) return s.status();
-    // A ring forwards a block up to kLinkGroupBlocks places after it arrived and holds its
-    // receive slot until then: more receive slots than that per peer keep every ring moving
-    // (docs/COLLECTIVES.md), device_slots more keep its blocks in flight meanwhile. Where device
-    // memory is staged, a block to forward lands in the slot's pinned host frame and leaves from
-    // there (operation_task_recv.cc).
+    // Where device memory is staged, a block to forward lands in the slot's pinned host frame
+    // and leaves from there (operation_task_recv.cc).
     absl::StatusOr<std::unique_ptr<DeviceSlotPool>> r = DeviceSlotPool::Create(
-        options_.device_slots + static_cast<int>(kLinkGroupBlocks), block_bytes,
+        ReceiveBlocksPerPeer(options_), block_bytes,
         SlotExtras{.scratch = true, .host_frame = options_.forward_from_host && staged && peer == forwarded_peer});
     if (!r.ok()) return r.status();
     send[peer] = std::move(*s);
@@ -347,6 +354,8 @@ void Engine::Loop() {
   context.lanes = &lanes_;
   context.policy = &policy_;
   context.send_window = &send_window_;
+  context.host_frames_ahead = &host_frames_ahead_;
+  context.host_receive_blocks = &host_receive_blocks_;
   // A run is one transport message, which the transport cuts into at most kMaxBlocks blocks.
   context.max_run_bytes =
       std::min<uint64_t>(kMaxRunBytes, uint64_t{transport::kMaxBlocks - 1} * *lanes_.options().block_bytes);

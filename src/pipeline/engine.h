@@ -103,6 +103,8 @@ class Engine {
   std::unique_ptr<HostCodecJobs> host_jobs_;
   CompressionPolicy policy_;
   SendWindow send_window_;
+  PeerPlaces host_frames_ahead_;
+  PeerPlaces host_receive_blocks_;
   CommunicatorStats stats_;
   std::list<std::unique_ptr<OperationTask>> active_;
   std::thread thread_;

@@ -27,6 +27,7 @@
 #include "pipeline/envelope.h"
 #include "pipeline/held_streams.h"
 #include "pipeline/host_codec_jobs.h"
+#include "pipeline/peer_places.h"
 #include "pipeline/plain_run.h"
 #include "pipeline/reduce.h"
 #include "pipeline/schedule.h"
@@ -75,6 +76,11 @@ struct TaskContext {
   std::vector<DeviceSlotPool*> recv_slots;
   cudaStream_t copy_stream = nullptr;  // local copies of device buffers
   SendWindow* send_window = nullptr;
+  // Host memory's bounds where device memory has its slots (peer_places.h): per peer,
+  // kEncodeAheadBlocks frames encoding ahead of the window, and as many receive blocks holding
+  // buffers as a device receive pool has slots.
+  PeerPlaces* host_frames_ahead = nullptr;
+  PeerPlaces* host_receive_blocks = nullptr;
   // The most bytes one plain run may carry (plain_run.h; the engine lowers it to what the
   // transport's block limit allows).
   uint64_t max_run_bytes = kMaxRunBytes;
@@ -158,7 +164,7 @@ class OperationTask {
     bool slot_borrowed = false;  // the slot of the receive block this one re-encodes
     bool encoded = false;  // the frame's encode has finished
     // A host frame encoding ahead of the window holds one of its peer's places for that
-    // (SendWindow::TryEncodeAhead) until it takes the window or retires.
+    // (TaskContext::host_frames_ahead) until it takes the window or retires.
     bool encoding_ahead = false;
     bool raw_posted = false;
     // Which of the policy's meters times this block, from its post (a frame: once encoded and
@@ -185,6 +191,7 @@ class OperationTask {
     uint64_t frame_bytes = 0;
     std::unique_ptr<uint8_t[]> host_frame;
     std::unique_ptr<uint8_t[]> host_scratch;
+    bool holds_host_place = false;  // of TaskContext::host_receive_blocks, with the buffers above
     DeviceSlot* slot = nullptr;
     // A block this rank forwards, where the transport stages device memory: it lands whole in
     // the slot's pinned host frame, leaves from there, and is copied to the device beside that.

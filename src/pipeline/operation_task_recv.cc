@@ -231,6 +231,8 @@ bool OperationTask::PostParts(TaskContext& context, RecvBlock& block) {
     return true;
   }
   if (spec_.memory == MemoryType::kHost) {
+    if (!context.host_receive_blocks->TryTake(step.peer)) return false;
+    block.holds_host_place = true;
     if (frame) block.host_frame.reset(new uint8_t[block.plan.max_frame_bytes]);
     if (!frame || step.reduce_with || !step.into) {
       block.host_scratch.reset(new uint8_t[bytes > 0 ? bytes : 1]);
@@ -426,6 +428,8 @@ bool OperationTask::RetireRecv(TaskContext& context, RecvBlock& block) {
   if (block.slot != nullptr) context.recv_slots[peer]->ReleaseIdle(&block.slot);
   block.host_frame.reset();
   block.host_scratch.reset();
+  if (block.holds_host_place) context.host_receive_blocks->Release(peer);
+  block.holds_host_place = false;
   block.stage = RecvStage::kDone;
   block.retired = true;
   return true;

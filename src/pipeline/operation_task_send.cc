@@ -197,7 +197,7 @@ bool OperationTask::StartAhead(TaskContext& context, SendBlock& block) {
   const SendStep& step = spec_.schedule.sends[block.step];
   if (step.source == SendStep::Source::kForward || !FramePlanOf(context, block)) return false;
   if (spec_.memory == MemoryType::kHost) {
-    if (!context.send_window->TryEncodeAhead(step.peer)) return false;
+    if (!context.host_frames_ahead->TryTake(step.peer)) return false;
     block.encoding_ahead = true;
   }
   return StartSend(context, block);
@@ -224,7 +224,7 @@ bool OperationTask::TakeWindow(TaskContext& context, SendBlock& block) {
 
 void OperationTask::EndEncodeAhead(TaskContext& context, SendBlock& block) {
   if (!block.encoding_ahead) return;
-  context.send_window->EndEncodeAhead(spec_.schedule.sends[block.step].peer);
+  context.host_frames_ahead->Release(spec_.schedule.sends[block.step].peer);
   block.encoding_ahead = false;
 }
 

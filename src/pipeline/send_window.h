@@ -30,16 +30,13 @@
 namespace ucclzip::pipeline {
 
 // Frames per peer that may encode ahead of the window: device frames in send slots beyond the
-// window's blocks (DeviceSlotPool), host frames in buffers of their own (SendWindow).
+// window's blocks (DeviceSlotPool), host frames in buffers of their own (PeerPlaces).
 inline constexpr int kEncodeAheadBlocks = 2;
 
 class SendWindow {
  public:
   SendWindow(int peers, int blocks, uint64_t largest_block_bytes)
-      : in_flight_(peers, 0),
-        encoding_ahead_(peers, 0),
-        largest_block_bytes_(largest_block_bytes),
-        window_bytes_(blocks * largest_block_bytes) {}
+      : in_flight_(peers, 0), largest_block_bytes_(largest_block_bytes), window_bytes_(blocks * largest_block_bytes) {}
 
   // The room a block of `bytes` takes; `one_of_several`: its message is cut into more than one;
   // `alone`: nothing else may be on its way to the peer beside it.
@@ -58,18 +55,8 @@ class SendWindow {
   }
   void Release(int peer, uint64_t bytes) { in_flight_[peer] -= bytes; }
 
-  // A place for a host frame to `peer` to encode ahead of the window (false: all taken). The
-  // device's send slots bound its frames ahead instead.
-  bool TryEncodeAhead(int peer) {
-    if (encoding_ahead_[peer] >= kEncodeAheadBlocks) return false;
-    ++encoding_ahead_[peer];
-    return true;
-  }
-  void EndEncodeAhead(int peer) { --encoding_ahead_[peer]; }
-
  private:
   std::vector<uint64_t> in_flight_;
-  std::vector<int> encoding_ahead_;
   const uint64_t largest_block_bytes_;
   const uint64_t window_bytes_;
 };

@@ -201,6 +201,35 @@ TEST(Collectives, SharedMemoryAndSmallBlocksWithManyBlocksPerChunk) {
   RunCases(4, cases, options);
 }
 
+// Host receive blocks hold their buffers in places bounded as a device receive pool's slots are
+// (engine.cc, ReceiveBlocksPerPeer): with one block on its way per peer, the fewest there can
+// be, 1 + kLinkGroupBlocks per peer, one more than a ring keeps between a block's arrival and
+// its forward, so every ring still moves; alone and in one group. 4 ranks, 16 KiB blocks: each
+// chunk far more blocks than the places, every frame and reduced block holding one.
+TEST(Collectives, OneBlockPerPeerKeepsEveryRingMovingOnHostMemory) {
+  transport::TransportOptions options = PipelineOptions();
+  options.pipeline_block_bytes = 16 << 10;
+  options.device_slots = 1;
+  std::vector<CollectiveCase> cases;
+  for (Collective kind : kEveryCollective) {
+    for (CompressionMode mode : {CompressionMode::kOn, CompressionMode::kOff}) {
+      cases.push_back({.kind = kind, .dtype = DataType::kBFloat16, .count = 4 * 32'003, .root = 3, .mode = mode});
+    }
+  }
+  RunCases(4, cases, options);
+  ExpectRanksSucceeded(RunRanks({.world_size = 4}, [&](const RankContext& context) -> absl::Status {
+    auto comm = CreateCommunicator(context, options);
+    if (!comm.ok()) return comm.status();
+    const std::vector<CollectiveCase> group = {
+        {.kind = Collective::kAllReduce, .count = 100'003},
+        {.kind = Collective::kReduceScatter, .dtype = DataType::kFloat32, .op = ReduceOp::kMax, .count = 20'001},
+        {.kind = Collective::kBroadcast, .count = 70'001, .root = 1},
+        {.kind = Collective::kAllGather, .count = 30'001, .in_place = true},
+    };
+    return RunAndCheckGroup(**comm, group, 60);
+  }));
+}
+
 // Blocks large enough that their CPU codec work and reductions run on the host codec thread
 // (host_codec_jobs.h), every reducing operation among them, compressed and not.
 TEST(Collectives, HostBlocksCodedOffThePipelineThread) {

@@ -55,18 +55,5 @@ TEST(SendWindow, AChainsBlockGoesAlone) {
   EXPECT_TRUE(window.TryTake(0, window.RoomOf(4, true, true)));   // another peer has its own room
 }
 
-// Host frames encode ahead of the window in places of their own, kEncodeAheadBlocks per peer,
-// taken and given back apart from the window's bytes.
-TEST(SendWindow, BoundsTheFramesEncodingAheadOfEachPeer) {
-  SendWindow window(2, 1, 16);
-  for (int k = 0; k < kEncodeAheadBlocks; ++k) EXPECT_TRUE(window.TryEncodeAhead(1));
-  EXPECT_FALSE(window.TryEncodeAhead(1));
-  EXPECT_TRUE(window.TryEncodeAhead(0));  // another peer has its own places
-  EXPECT_TRUE(window.TryTake(1, 16));     // the window's room is apart from them
-  window.EndEncodeAhead(1);
-  EXPECT_TRUE(window.TryEncodeAhead(1));
-  EXPECT_FALSE(window.TryEncodeAhead(1));
-}
-
 }  // namespace
 }  // namespace ucclzip::pipeline

@@ -229,6 +229,17 @@ TEST(PipelineErrors, BadCpuCodecThreadsFailCreation) {
   }));
 }
 
+// Fewer than one block on its way per peer would leave rings fewer receive slots than keep them
+// moving (docs/COLLECTIVES.md).
+TEST(PipelineErrors, DeviceSlotsBelowOneFailCreation) {
+  ExpectRanksSucceeded(RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
+    transport::TransportOptions options = ShortTimeoutOptions();
+    options.device_slots = 0;
+    return ExpectError(CreateCommunicator(context, options).status(), absl::StatusCode::kInvalidArgument,
+                       {absl::StrCat("rank ", context.rank), "device_slots is 0", "at least 1"}, "no device slots");
+  }));
+}
+
 // Both ends of a link must cut operations into the same blocks: ranks whose block sizes differ
 // fail Create, each naming the option and both values, instead of their first message.
 TEST(PipelineErrors, RanksWhoseBlockSizesDifferFailCreation) {
