@@ -82,6 +82,11 @@ ncclResult_t Destroy(ncclComm_t comm, bool abort, const char* function) {
     return Report(absl::FailedPreconditionError(absl::StrCat(
         function, ": the communicator is created or has operations in the open group; end the group first")));
   }
+  // A second destruction in the group would free it twice at the group's end.
+  if (comm->destroying) {
+    return Report(absl::FailedPreconditionError(
+        absl::StrCat(function, ": the communicator is already destroyed at the end of the open group")));
+  }
   auto destroy = [comm, abort] {
     if (comm->communicator != nullptr) {
       if (abort) {
@@ -94,6 +99,9 @@ ncclResult_t Destroy(ncclComm_t comm, bool abort, const char* function) {
     return absl::OkStatus();
   };
   if (InGroup()) {
+    // Until then no call may use it (CheckUsable): the group's end destroys it before it posts
+    // the group's operations, which would then use a freed communicator.
+    comm->destroying = true;
     DeferToGroupEnd(destroy);
     return ncclSuccess;
   }

@@ -42,6 +42,10 @@ absl::Status CheckUsable(const ncclComm* comm, const char* function) {
     return absl::FailedPreconditionError(absl::StrCat(
         function, ": the communicator is created only at the end of the group that called ncclCommInitRank"));
   }
+  if (comm->destroying) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        function, ": the communicator is destroyed at the end of the open group (ncclCommDestroy or ncclCommAbort)"));
+  }
   if (comm->communicator == nullptr) {
     return absl::FailedPreconditionError(absl::StrCat(function, ": the communicator's creation failed"));
   }

@@ -18,7 +18,8 @@ struct ncclComm {
   // Null until it is created (at once, or at the end of the group that asked for it), and
   // where its creation failed.
   std::unique_ptr<ucclzip::Communicator> communicator;
-  bool creating = false;  // its creation waits for the end of the open group
+  bool creating = false;    // its creation waits for the end of the open group
+  bool destroying = false;  // its destruction waits for the end of the open group
   int cuda_device = -1;  // -1 where no CUDA device is usable
 
   // Remembers an operation until it completes; its failure becomes the async error.
@@ -38,7 +39,7 @@ struct ncclComm {
 namespace ucclzip::nccl {
 
 // OK when `comm` can take operations, else InvalidArgument (null) or FailedPrecondition (its
-// creation is still pending in the open group, or failed).
+// creation or destruction is still pending in the open group, or its creation failed).
 absl::Status CheckUsable(const ncclComm* comm, const char* function);
 
 }  // namespace ucclzip::nccl

@@ -366,8 +366,14 @@ static int run_clique(int world) {
     NCCL_OK(ncclCommUserRank(comms[r], &user_rank));
     CHECK(ranks == world && user_rank == r, "communicator %d: rank %d of %d", r, user_rank, ranks);
   }
+  /* A communicator whose destruction waits for the group's end takes no more calls, and no
+   * second destruction: the group's end frees it before it posts the group's operations. */
+  float one = 1.0f, result = 0.0f;
   NCCL_OK(ncclGroupStart());
   for (int r = 0; r < world; ++r) NCCL_OK(ncclCommDestroy(comms[r]));
+  NCCL_FAILS(ncclAllReduce(&one, &result, 1, ncclFloat32, ncclSum, comms[0], NULL), ncclInvalidUsage,
+             "destroyed at the end of the open group");
+  NCCL_FAILS(ncclCommDestroy(comms[0]), ncclInvalidUsage, "already destroyed at the end of the open group");
   NCCL_OK(ncclGroupEnd());
   printf("clique of %d ranks: every check passed\n", world);
   return 0;
