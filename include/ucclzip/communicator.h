@@ -110,13 +110,14 @@ struct CommunicatorOptions {
   CompressionMode compression = CompressionMode::kAuto;
   // Messages are cut into pipeline blocks of at most this many bytes (rounded down to whole
   // elements), each its own frame, so that consecutive blocks overlap. Every rank must use the
-  // same. 16 MB was best of 8 to 256 MB on the H200 (benchmarks/RESULTS.md): smaller blocks pay
-  // the codec's fixed cost too often, larger ones overlap too little.
+  // same, and at least 8 (one element of every type). 16 MB was best of 8 to 256 MB on the H200
+  // (benchmarks/RESULTS.md): smaller blocks pay the codec's fixed cost too often, larger ones
+  // overlap too little.
   size_t pipeline_block_bytes = size_t{16} << 20;
   // An operation of less than 4 pipeline blocks is cut into 4 blocks (a quarter of its bytes,
   // rounded up to 64 KiB) where each keeps at least this many bytes: a message of one block
-  // overlaps nothing of its encode and decode with the wire. Every rank must use the same; a
-  // value of pipeline_block_bytes or more gives every operation blocks of that size.
+  // overlaps nothing of its encode and decode with the wire. Every rank must use the same (at
+  // least 8); a value of pipeline_block_bytes or more gives every operation blocks of that size.
   size_t min_pipeline_block_bytes = size_t{4} << 20;
   // An allreduce of at most this many bytes runs by recursive doubling: log2(n) exchanges of the
   // whole vector between pairs of ranks (two more where n is not a power of two), where the

@@ -32,12 +32,17 @@ int CurrentCudaDevice() {
 // Creates `comm`'s Communicator: the bootstrap from the id; the options are the built-in ones,
 // which Communicator::Create overrides with the UCCLZIP_* variables that are set.
 absl::Status Create(ncclComm* comm, int nranks, const ncclUniqueId& id, int rank) {
+  // Read before the id is: rank 0's config takes over the id's listening socket, which
+  // Communicator::Create then closes whatever happens, and an exit between the two would leak it.
+  absl::StatusOr<absl::Duration> timeout = BootstrapTimeoutFromEnvironment(BootstrapConfig{}.timeout);
+  if (!timeout.ok()) {
+    return absl::Status(timeout.status().code(),
+                        absl::StrCat("ncclCommInitRank (rank ", rank, " of ", nranks, "): ", timeout.status().message()));
+  }
   UniqueId ucclzip_id;
   std::memcpy(ucclzip_id.bytes.data(), id.internal, ucclzip_id.bytes.size());
   absl::StatusOr<BootstrapConfig> bootstrap = BootstrapConfigFromUniqueId(ucclzip_id, rank, nranks);
   if (!bootstrap.ok()) return bootstrap.status();
-  absl::StatusOr<absl::Duration> timeout = BootstrapTimeoutFromEnvironment(bootstrap->timeout);
-  if (!timeout.ok()) return timeout.status();
   bootstrap->timeout = *timeout;
   absl::StatusOr<std::unique_ptr<Communicator>> communicator = Communicator::Create({.bootstrap = *bootstrap});
   if (!communicator.ok()) return communicator.status();

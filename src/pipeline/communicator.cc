@@ -16,6 +16,13 @@
 namespace ucclzip {
 namespace {
 
+// The bootstrap adopts an inherited listening socket (BootstrapConfig::listen_fd) whatever
+// happens; an exit before it closes the socket too, or its port would stay bound.
+absl::Status ExitBeforeBootstrap(const BootstrapConfig& bootstrap, absl::Status why) {
+  if (bootstrap.listen_fd >= 0) transport::Socket adopted(bootstrap.listen_fd);
+  return why;
+}
+
 std::string OptionsSummary(const pipeline::TransportLanes& lanes) {
   const transport::TransportOptions& o = lanes.options();
   const char* compression = o.compression == CompressionMode::kAuto ? "auto"
@@ -90,11 +97,7 @@ Communicator::Communicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) 
 
 absl::StatusOr<std::unique_ptr<Communicator>> Communicator::Create(const CommunicatorConfig& config) {
   absl::StatusOr<CommunicatorOptions> effective = pipeline::WithEnvironmentDefaults(config.options, config.bootstrap.rank);
-  if (!effective.ok()) {
-    // The bootstrap adopts an inherited listening socket whatever happens; so does this early exit.
-    if (config.bootstrap.listen_fd >= 0) transport::Socket adopted(config.bootstrap.listen_fd);
-    return effective.status();
-  }
+  if (!effective.ok()) return ExitBeforeBootstrap(config.bootstrap, effective.status());
   transport::TransportOptions options;
   static_cast<CommunicatorOptions&>(options) = *effective;
   return internal::CommunicatorAccess::Create(config.bootstrap, options);
@@ -222,14 +225,28 @@ absl::StatusOr<std::unique_ptr<Communicator>> CommunicatorAccess::Create(const B
   auto impl = std::make_unique<Communicator::Impl>();
   // This rank's own resources first: a rank that fails on them then fails before it has joined
   // the others, not while they still connect to it (they then see its bootstrap fail, naming it).
+  // A block holds at least one element (PipelineBlockElements), and slots and scratch are
+  // sized by these bytes: below the widest element a block would outgrow them.
+  constexpr size_t kWidestElement = ElementSize(DataType::kFloat64);
+  for (const auto& [name, bytes] : {std::pair<const char*, size_t>{"pipeline_block_bytes", options.pipeline_block_bytes},
+                                    {"min_pipeline_block_bytes", options.min_pipeline_block_bytes}}) {
+    if (bytes < kWidestElement) {
+      return ExitBeforeBootstrap(bootstrap, absl::InvalidArgumentError(absl::StrCat(
+                                                "rank ", bootstrap.rank, ": ", name, " is ", bytes,
+                                                "; it must hold one element of every type (at least ",
+                                                kWidestElement, " bytes)")));
+    }
+  }
   if (options.device_slots < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("rank ", bootstrap.rank, ": device_slots is ", options.device_slots, "; it must be at least 1"));
+    return ExitBeforeBootstrap(bootstrap, absl::InvalidArgumentError(absl::StrCat(
+                                              "rank ", bootstrap.rank, ": device_slots is ", options.device_slots,
+                                              "; it must be at least 1")));
   }
   absl::StatusOr<std::unique_ptr<HostCodecThreads>> cpu_codec_threads = HostCodecThreads::Create(options.cpu_codec_threads);
   if (!cpu_codec_threads.ok()) {
-    return absl::Status(cpu_codec_threads.status().code(),
-                        absl::StrCat("rank ", bootstrap.rank, ": ", cpu_codec_threads.status().message()));
+    return ExitBeforeBootstrap(bootstrap, absl::Status(cpu_codec_threads.status().code(),
+                                                       absl::StrCat("rank ", bootstrap.rank, ": ",
+                                                                    cpu_codec_threads.status().message())));
   }
   absl::StatusOr<std::unique_ptr<transport::Bootstrap>> joined = transport::Bootstrap::Create(bootstrap);
   if (!joined.ok()) return joined.status();

@@ -1,10 +1,12 @@
 // The shim's pieces below the C API: which ncclResult_t each kind of failure becomes, the
 // last error kept per thread, and the one setting it reads from the environment itself.
 #include <gtest/gtest.h>
+#include <nccl.h>
 #include <stdlib.h>
 
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "nccl/environment.h"
 #include "nccl/status.h"
@@ -57,6 +59,21 @@ TEST_F(NcclEnvironment, AMalformedBootstrapTimeoutIsNamed) {
     EXPECT_EQ(timeout.status().message(),
               absl::StrCat("UCCLZIP_BOOTSTRAP_TIMEOUT='", bad, "': expected whole seconds from 1 to 86400"));
   }
+}
+
+// A malformed timeout fails ncclCommInitRank before the id is used: rank 0 can start again
+// with the same id, whose listening socket was neither taken over nor leaked.
+TEST_F(NcclEnvironment, AMalformedBootstrapTimeoutLeavesTheIdUsable) {
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess) << LastError();
+  setenv("UCCLZIP_BOOTSTRAP_TIMEOUT", "0", 1);
+  ncclComm_t comm = nullptr;
+  EXPECT_EQ(ncclCommInitRank(&comm, 1, id, 0), ncclInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(LastError(), "ncclCommInitRank (rank 0 of 1): UCCLZIP_BOOTSTRAP_TIMEOUT='0'"))
+      << LastError();
+  unsetenv("UCCLZIP_BOOTSTRAP_TIMEOUT");
+  ASSERT_EQ(ncclCommInitRank(&comm, 1, id, 0), ncclSuccess) << LastError();
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess) << LastError();
 }
 
 }  // namespace

@@ -3,13 +3,22 @@
 // malformed plain run (sent by a forged peer) fails with an error naming it before anything
 // lands, a run's receive that fails fails the whole message, bad arguments fail at once, and a
 // per-call timeout fires.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "pipeline/envelope.h"
 #include "pipeline/operation_task.h"
 #include "pipeline_test_util.h"
+#include "transport/communicator_access.h"
+#include "ucclzip/bootstrap.h"
 
 namespace ucclzip::testing {
 namespace {
@@ -238,6 +247,54 @@ TEST(PipelineErrors, DeviceSlotsBelowOneFailCreation) {
     return ExpectError(CreateCommunicator(context, options).status(), absl::StatusCode::kInvalidArgument,
                        {absl::StrCat("rank ", context.rank), "device_slots is 0", "at least 1"}, "no device slots");
   }));
+}
+
+// A block holds at least one element, and the pipeline sizes its buffers by the block bytes: a
+// block size below the widest element (fp64's 8 bytes) is refused at creation, naming the
+// option, instead of overrunning a device receive scratch of that size.
+TEST(PipelineErrors, BlocksSmallerThanAnElementFailCreation) {
+  for (const bool smallest : {false, true}) {
+    ExpectRanksSucceeded(RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
+      transport::TransportOptions options = ShortTimeoutOptions();
+      (smallest ? options.min_pipeline_block_bytes : options.pipeline_block_bytes) = 4;
+      const char* name = smallest ? "min_pipeline_block_bytes" : "pipeline_block_bytes";
+      return ExpectError(CreateCommunicator(context, options).status(), absl::StatusCode::kInvalidArgument,
+                         {absl::StrCat("rank ", context.rank, ": ", name, " is 4"), "at least 8 bytes"},
+                         "blocks of 4 bytes");
+    }));
+  }
+}
+
+// A rank 0 that fails before its bootstrap, on its own options, still closes the listening
+// socket it took over from GetUniqueId: the id's port then refuses connections at once, where
+// before it stayed bound with no one behind it, and the other ranks waited for their timeout.
+TEST(PipelineErrors, CreationThatFailsEarlyClosesTheIdsListeningSocket) {
+  for (const bool codec_threads : {false, true}) {
+    absl::StatusOr<UniqueId> id = GetUniqueId();
+    ASSERT_TRUE(id.ok()) << id.status();
+    absl::StatusOr<BootstrapConfig> config = BootstrapConfigFromUniqueId(*id, 0, 2);
+    ASSERT_TRUE(config.ok()) << config.status();
+    transport::TransportOptions options = ShortTimeoutOptions();
+    if (codec_threads) {
+      options.cpu_codec_threads = 100'000;
+    } else {
+      options.device_slots = 0;
+    }
+    absl::StatusOr<std::unique_ptr<Communicator>> created = internal::CommunicatorAccess::Create(*config, options);
+    EXPECT_EQ(created.status().code(), absl::StatusCode::kInvalidArgument) << created.status();
+    EXPECT_TRUE(absl::StrContains(created.status().message(), "rank 0: ")) << created.status();
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    ASSERT_GE(fd, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(config->port);
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    const int connected = connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof(address));
+    const int error = errno;
+    close(fd);
+    EXPECT_EQ(connected, -1) << "the id's port still accepts connections (codec threads: " << codec_threads << ")";
+    EXPECT_EQ(error, ECONNREFUSED) << strerror(error);
+  }
 }
 
 // Both ends of a link must cut operations into the same blocks: ranks whose block sizes differ
