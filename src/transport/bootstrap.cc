@@ -54,7 +54,7 @@ absl::StatusOr<std::string> Bootstrap::RecvTagged(int peer, uint64_t tag, absl::
   while (true) {
     absl::StatusOr<Frame> frame = RecvFrame(peers_[peer], deadline);
     if (!frame.ok()) return WithContext(frame.status(), context);
-    if (frame->tag == kAbortTag) return WithContext(DecodeVerdict(frame->payload), context);
+    if (frame->tag == kAbortTag) return WithContext(DecodeAbort(frame->payload), context);
     if (frame->tag == tag) return std::move(frame->payload);
     if (waiting.size() >= kMaxUnexpectedFrames) {
       return absl::ResourceExhaustedError(

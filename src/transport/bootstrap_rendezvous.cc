@@ -137,7 +137,7 @@ absl::StatusOr<std::vector<Socket>> Join(const BootstrapConfig& config, absl::Ti
   // ranks that never arrived; the grace lets that answer, not a local timeout, end the wait.
   absl::StatusOr<Frame> table_frame = RecvFrame(*root, deadline + kRootAnswerGrace);
   if (!table_frame.ok()) return WithContext(table_frame.status(), at_root);
-  if (table_frame->tag == kAbortTag) return WithContext(DecodeVerdict(table_frame->payload), at_root);
+  if (table_frame->tag == kAbortTag) return WithContext(DecodeAbort(table_frame->payload), at_root);
   absl::StatusOr<std::vector<MeshEndpoint>> table = DecodeTable(table_frame->payload, config.world_size);
   if (!table.ok()) return WithContext(table.status(), at_root);
   peers[0] = std::move(*root);

@@ -111,6 +111,12 @@ absl::Status DecodeVerdict(absl::string_view bytes) {
   return absl::Status(static_cast<absl::StatusCode>(code), message);
 }
 
+absl::Status DecodeAbort(absl::string_view bytes) {
+  absl::Status why = DecodeVerdict(bytes);
+  if (why.ok()) return absl::DataLossError("malformed abort: it gives no failure");
+  return why;
+}
+
 std::string EncodeTable(const std::vector<MeshEndpoint>& table) {
   WireWriter w;
   w.U32(static_cast<uint32_t>(table.size()));

@@ -57,6 +57,9 @@ absl::Status CheckHello(const Hello& hello, int my_rank, int world_size, const s
 // Rank 0's answer to a hello: accepted, or the reason for the refusal.
 std::string EncodeVerdict(const absl::Status& verdict);
 absl::Status DecodeVerdict(absl::string_view bytes);
+// Why a rank aborted the bootstrap (a kAbortTag frame carries a verdict): never OK, for an abort
+// that says OK is malformed, and the wait it ends must still fail.
+absl::Status DecodeAbort(absl::string_view bytes);
 
 // Where each rank accepts mesh connections (rank 0's host is left empty: the others know it).
 struct MeshEndpoint {

@@ -69,6 +69,18 @@ TEST(BootstrapWire, VerdictCarriesCodeAndMessage) {
   EXPECT_EQ(DecodeVerdict("xy").code(), absl::StatusCode::kDataLoss);
 }
 
+// An abort frame ends a wait with its failure; one that says OK (a hostile or broken peer) is
+// itself the failure, never a success that the waiter would take for the message it wanted.
+TEST(BootstrapWire, AnAbortIsAFailureEvenWhenItSaysOk) {
+  absl::Status refused = DecodeAbort(EncodeVerdict(absl::DeadlineExceededError("rank 2 never arrived")));
+  EXPECT_EQ(refused.code(), absl::StatusCode::kDeadlineExceeded);
+  EXPECT_EQ(refused.message(), "rank 2 never arrived");
+  absl::Status ok_abort = DecodeAbort(EncodeVerdict(absl::OkStatus()));
+  EXPECT_EQ(ok_abort.code(), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(ok_abort.message(), "malformed abort: it gives no failure");
+  EXPECT_EQ(DecodeAbort("xy").code(), absl::StatusCode::kDataLoss);
+}
+
 TEST(BootstrapWire, TableRoundTripsAndChecksItsSize) {
   std::vector<MeshEndpoint> table = {{"", 0}, {"10.0.0.2", 5000}, {"10.0.0.3", 5001}};
   absl::StatusOr<std::vector<MeshEndpoint>> back = DecodeTable(EncodeTable(table), 3);
