@@ -269,23 +269,23 @@ void Engine::Submit(std::vector<OperationSpec> specs) {
     // leave its peers waiting for the rest.
     if (!room.ok()) {
       task->Fail(room);
-      task->spec().request->Complete(task->status());
-      continue;
-    }
-    if (holds(task->spec())) {
+    } else if (holds(task->spec())) {
       absl::StatusOr<StreamFlags::Ticket> ticket = flags_->EnqueueWait(task->spec().stream);
-      if (!ticket.ok()) {
+      if (ticket.ok()) {
+        task->set_done_flag(*ticket);
+      } else {
         if (task->spec().held_streams != nullptr) task->spec().held_streams->Release(task->spec().stream);
         task->Fail(ticket.status());
-        task->spec().request->Complete(task->status());
-        continue;
       }
-      task->set_done_flag(*ticket);
     }
     tasks.push_back(std::move(task));
   }
   absl::MutexLock lock(&mutex_);
   for (auto& task : tasks) {
+    // A call refused above takes its places in its links' order all the same, as a call that
+    // fails later does: its peers' matching calls took theirs, and this rank's next call must
+    // pair with their next one, not with the message meant for this one.
+    const bool refused = !task->status().ok();
     std::vector<uint32_t> send(lanes_.size()), recv(lanes_.size());
     for (int peer = 0; peer < lanes_.size(); ++peer) {
       send[peer] = next_send_sequence_[peer];
@@ -293,6 +293,10 @@ void Engine::Submit(std::vector<OperationSpec> specs) {
       next_send_sequence_[peer] = (next_send_sequence_[peer] + task->SendBlocksTo(peer)) & transport::kMaxSequence;
       next_recv_sequence_[peer] = (next_recv_sequence_[peer] + task->RecvBlocksFrom(peer)) & transport::kMaxSequence;
       if (task->RecvBlocksFrom(peer) > 0 && !recv_out_of_step_[peer].ok()) task->Fail(recv_out_of_step_[peer]);
+    }
+    if (refused) {
+      task->spec().request->Complete(task->status());
+      continue;
     }
     task->set_first_sequences(std::move(send), std::move(recv));
     task->set_number(submitted_count_++);
