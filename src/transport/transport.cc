@@ -116,6 +116,7 @@ absl::StatusOr<std::unique_ptr<Transport>> Transport::Create(Bootstrap& bootstra
   if (transport->wake_fd_ < 0) return absl::InternalError(absl::StrCat("rank ", rank, ": eventfd failed"));
   transport->progress_thread_ = std::thread([t = transport.get()] { t->ProgressLoop(); });
   pthread_setname_np(transport->progress_thread_.native_handle(), "ucclzip-progress");
+  if (absl::Status s = transport->ConnectEveryPeer(absl::Now() + options.op_timeout); !s.ok()) return s;
   return transport;
 }
 

@@ -132,6 +132,15 @@ class Transport {
   Transport(int rank, int size, const TransportOptions& options, std::unique_ptr<UcxContext> context,
             uint8_t communicator_id);
   absl::Status ConnectEndpoints(const std::vector<std::string>& addresses);
+  // Exchanges one message each way with every peer (connect_peers.cc), collectively, once the
+  // progress thread runs. UCX connects an endpoint (wireup) on its first message, in
+  // ucp_worker_progress on the progress thread, and where it takes device memory that may
+  // replace an endpoint and close its CUDA IPC mappings, which waits for the device; a
+  // caller's stream that the pipeline holds keeps the device busy until that very transfer is
+  // done: a rank of a 4-rank device test hung so, a progress thread in cuIpcCloseMemHandle
+  // under ucp_worker_discard_uct_ep (benchmarks/RESULTS.md, H200 run s24-2). At creation no
+  // stream is held yet, and the first operation no longer pays for the wireup.
+  absl::Status ConnectEveryPeer(absl::Time deadline);
   std::shared_ptr<Request> Post(OpKind kind, int peer, uint8_t* data, size_t bytes, MemoryType type, OpTag tag,
                                 CompletionCallback on_complete);
   // Checks a posted op and records what its buffer is.
@@ -155,6 +164,8 @@ class Transport {
   bool AdvanceStagedRecv(Op& op, StagingPath& path);
   // True once the block's staging copy is done (failed copies fail the op).
   bool CopyFinished(Op& op, StagingPath& path, Block& block);
+  // A debug line per stage of a staged block, to time where a staged message waits.
+  void TraceStagedBlock(const Op& op, const Block& block, const char* what) const;
   // Marks a block done and gives its staging block back; `delivered` counts it as transferred.
   void RetireBlock(Op& op, Block& block, StagingPool* pool, bool delivered);
   // Hands a block to UCX: a send, a receive, or (with `probed`) the receive of a probed message.

@@ -338,11 +338,13 @@ bool Transport::Advance(Op& op) {
         block.stage = BlockStage::kCopyOut;
         ++op.copies_in_flight;
         ++copies_in_flight_;
+        TraceStagedBlock(op, block, "received into staging, copying out");
         continue;
       }
       op.Fail(ticket.status());
     }
     StagingPool* pool = path == nullptr ? nullptr : op.kind == OpKind::kSend ? &path->send_pool() : &path->recv_pool();
+    if (op.staged && op.kind == OpKind::kSend) TraceStagedBlock(op, block, "sent");
     RetireBlock(op, block, pool, /*delivered=*/true);
   }
   op.blocks_with_news.clear();
@@ -377,6 +379,7 @@ bool Transport::AdvanceStagedSend(Op& op, StagingPath& path) {
     if (block.stage != BlockStage::kCopyIn || !CopyFinished(op, path, block)) continue;
     progressed = true;
     if (op.error.ok()) {
+      TraceStagedBlock(op, block, "copied into staging, sending");
       PostNetwork(block, block.staging, block.bytes, /*host_buffer=*/true);
       if (block.stage != BlockStage::kWaiting) continue;  // posted (perhaps already complete)
     }
@@ -398,9 +401,17 @@ bool Transport::AdvanceStagedSend(Op& op, StagingPath& path) {
     block.stage = BlockStage::kCopyIn;
     ++op.copies_in_flight;
     ++copies_in_flight_;
+    TraceStagedBlock(op, block, "copying into staging");
     progressed = true;
   }
   return progressed;
+}
+
+void Transport::TraceStagedBlock(const Op& op, const Block& block, const char* what) const {
+  UCCLZIP_LOG(kDebug) << "rank " << rank_ << ": staged " << (op.kind == OpKind::kSend ? "send to" : "receive from")
+                      << " peer " << op.peer << " (sequence " << op.tag.sequence << ", stream " << op.tag.stream
+                      << ", block " << (&block - op.blocks.data()) << " of " << op.blocks.size() << ", " << block.bytes
+                      << " B): " << what;
 }
 
 bool Transport::AdvanceStagedRecv(Op& op, StagingPath& path) {
@@ -409,6 +420,7 @@ bool Transport::AdvanceStagedRecv(Op& op, StagingPath& path) {
     Block& block = op.blocks[i];
     if (block.stage != BlockStage::kCopyOut || !CopyFinished(op, path, block)) continue;
     progressed = true;
+    TraceStagedBlock(op, block, "copied out");
     RetireBlock(op, block, &path.recv_pool(), /*delivered=*/true);
   }
   // A staging block is taken only for a message that has arrived (probe), so receives never hold
@@ -425,6 +437,7 @@ bool Transport::AdvanceStagedRecv(Op& op, StagingPath& path) {
     }
     Block& block = op.blocks[op.next_block++];
     block.staging = staging;
+    TraceStagedBlock(op, block, "arrived (probed), receiving into staging");
     PostNetwork(block, staging, path.recv_pool().block_bytes(), /*host_buffer=*/true, message);
     progressed = true;
     if (block.stage == BlockStage::kWaiting) {  // the post failed
