@@ -162,7 +162,9 @@ struct CommunicatorOptions {
 struct SendOptions {
   // Unset: the communicator's compression mode.
   std::optional<CompressionMode> compression;
-  // The operation fails if it has not completed this long after the call.
+  // The operation fails if it has not completed this long after the call, once nothing of it
+  // still uses the caller's buffers: blocks UCX has begun to send finish first, or fail at
+  // op_timeout (docs/PIPELINE.md, "Known limits").
   absl::Duration timeout = absl::InfiniteDuration();
   // Names the tensor for kAuto's memory of what compressed; 0 uses the buffer address and count.
   uint64_t tensor_id = 0;
@@ -179,7 +181,9 @@ struct RecvOptions {
 struct CollectiveOptions {
   // Unset: the communicator's compression mode.
   std::optional<CompressionMode> compression;
-  // The operation fails if it has not completed this long after the call.
+  // The operation fails if it has not completed this long after the call, once nothing of it
+  // still uses the caller's buffers: blocks UCX has begun to send finish first, or fail at
+  // op_timeout (docs/PIPELINE.md, "Known limits").
   absl::Duration timeout = absl::InfiniteDuration();
   // Names the tensor for kAuto's memory of what compressed; 0 uses the buffer address and count.
   uint64_t tensor_id = 0;
