@@ -82,7 +82,7 @@ absl::StatusOr<std::vector<Socket>> AdmitAll(const BootstrapConfig& config, absl
       continue;
     }
     seen[hello->rank] = true;
-    table[hello->rank] = MeshEndpoint{from, hello->mesh_port};
+    table[hello->rank] = MeshEndpoint{MeshHost(from, config.host), hello->mesh_port};
     peers[hello->rank] = std::move(*connection);
     ++admitted;
   }

@@ -1,5 +1,6 @@
 #include "transport/bootstrap_wire.h"
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "transport/wire_bytes.h"
 
@@ -115,6 +116,10 @@ absl::Status DecodeAbort(absl::string_view bytes) {
   absl::Status why = DecodeVerdict(bytes);
   if (why.ok()) return absl::DataLossError("malformed abort: it gives no failure");
   return why;
+}
+
+std::string MeshHost(const std::string& seen_from, const std::string& root_host) {
+  return absl::StartsWith(seen_from, "127.") ? root_host : seen_from;
 }
 
 std::string EncodeTable(const std::vector<MeshEndpoint>& table) {

@@ -66,6 +66,13 @@ struct MeshEndpoint {
   std::string host;
   uint16_t port = 0;
 };
+// Where the other ranks reach a rank whose connection rank 0 saw come from `seen_from`: there,
+// unless that is a loopback address (127.0.0.0/8). A rank that reached rank 0 over loopback
+// shares rank 0's host, which every rank reaches at `root_host` (the unique id's host): with a
+// host name that resolves to 127.0.1.1 (Debian's /etc/hosts), ranks on rank 0's host connect
+// from 127.0.0.1, and ranks of other hosts sent there would reach themselves.
+std::string MeshHost(const std::string& seen_from, const std::string& root_host);
+
 std::string EncodeTable(const std::vector<MeshEndpoint>& table);
 absl::StatusOr<std::vector<MeshEndpoint>> DecodeTable(absl::string_view bytes, int world_size);
 

@@ -81,6 +81,16 @@ TEST(BootstrapWire, AnAbortIsAFailureEvenWhenItSaysOk) {
   EXPECT_EQ(DecodeAbort("xy").code(), absl::StatusCode::kDataLoss);
 }
 
+// A rank that reached rank 0 over loopback is reached where rank 0 is; any other address is
+// kept as rank 0 saw it.
+TEST(BootstrapWire, ARankSeenOverLoopbackIsReachedAtRankZerosHost) {
+  EXPECT_EQ(MeshHost("127.0.0.1", "node-a"), "node-a");
+  EXPECT_EQ(MeshHost("127.0.1.1", "10.0.0.1"), "10.0.0.1");
+  EXPECT_EQ(MeshHost("127.0.0.1", "127.0.0.1"), "127.0.0.1");
+  EXPECT_EQ(MeshHost("10.0.0.2", "node-a"), "10.0.0.2");
+  EXPECT_EQ(MeshHost("172.16.0.9", "127.0.0.1"), "172.16.0.9");
+}
+
 TEST(BootstrapWire, TableRoundTripsAndChecksItsSize) {
   std::vector<MeshEndpoint> table = {{"", 0}, {"10.0.0.2", 5000}, {"10.0.0.3", 5001}};
   absl::StatusOr<std::vector<MeshEndpoint>> back = DecodeTable(EncodeTable(table), 3);
