@@ -257,7 +257,10 @@ class Communicator {
   bool device_memory_direct() const;
 
   // Sends `count` elements of `dtype` at `buf` (host or device memory, any alignment) to
-  // `peer`. The buffer must stay valid until the operation completes.
+  // `peer`. The buffer must stay valid until the operation completes. `peer` may be this rank
+  // itself inside a group, as in NCCL: the group's k-th Send to itself pairs with its k-th Recv
+  // from itself (same count, type, memory and stream) into a copy; outside a group, or left
+  // without a partner, such a call fails with InvalidArgument.
   Operation Send(const void* buf, size_t count, DataType dtype, int peer, cudaStream_t stream,
                  const SendOptions& options = {});
   // Receives exactly `count` elements of `dtype` from `peer` into `buf`.

@@ -9,6 +9,7 @@
 #include "logging/logging.h"
 #include "pipeline/engine.h"
 #include "pipeline/options_environment.h"
+#include "pipeline/self_transfers.h"
 #include "transport/communicator_access.h"
 #include "transport/socket.h"
 #include "transport/wire_bytes.h"
@@ -155,6 +156,13 @@ Operation Communicator::Submit(pipeline::Call call) {
   }
   std::vector<pipeline::OperationSpec> one;
   one.push_back(std::move(*spec));
+  if (pipeline::IsSelfTransfer(one.front(), rank())) {
+    pipeline::Engine::Discard(std::move(one),
+                              absl::InvalidArgumentError("a transfer to this rank itself must be in a group "
+                                                         "(GroupStart/GroupEnd) with its matching Send or Recv, "
+                                                         "which it becomes a copy with, as in NCCL"));
+    return Operation({request});
+  }
   impl_->engine->Submit(std::move(one));
   return Operation({request});
 }
@@ -180,6 +188,7 @@ Operation Communicator::GroupEnd() {
   }
   std::vector<std::shared_ptr<transport::Request>> requests;
   for (const pipeline::OperationSpec& spec : specs) requests.push_back(spec.request);
+  pipeline::PairSelfTransfers(specs, rank());
   impl_->engine->Submit(std::move(specs));
   return Operation(std::move(requests));
 }

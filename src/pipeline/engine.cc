@@ -155,12 +155,18 @@ absl::StatusOr<OperationSpec> Engine::Prepare(Call call) {
   auto invalid = [&](auto... why) { return absl::InvalidArgumentError(absl::StrCat(name, "): ", why...)); };
   if (!IsValidDataType(static_cast<uint8_t>(call.dtype))) return invalid("invalid dtype ", static_cast<int>(call.dtype));
   const Schedule& schedule = call.schedule;
-  auto check_peer = [&](int peer) { return peer >= 0 && peer < lanes_.size() && peer != rank_; };
+  // A Send or Recv may name this rank itself: the Communicator pairs those into copies within
+  // a group (self_transfers.h); a collective's steps always go to other ranks.
+  const bool self_allowed = schedule.kind == OperationKind::kSendRecv;
+  auto check_peer = [&](int peer) {
+    return peer >= 0 && peer < lanes_.size() && (peer != rank_ || self_allowed);
+  };
+  const char* which = self_allowed ? " must be a rank of " : " must be another rank of ";
   for (const SendStep& step : schedule.sends) {
-    if (!check_peer(step.peer)) return invalid("peer ", step.peer, " must be another rank of ", lanes_.size());
+    if (!check_peer(step.peer)) return invalid("peer ", step.peer, which, lanes_.size());
   }
   for (const RecvStep& step : schedule.recvs) {
-    if (!check_peer(step.peer)) return invalid("peer ", step.peer, " must be another rank of ", lanes_.size());
+    if (!check_peer(step.peer)) return invalid("peer ", step.peer, which, lanes_.size());
   }
   const bool needs_input = Uses(schedule, BufferRole::kInput), needs_output = Uses(schedule, BufferRole::kOutput);
   if ((needs_input && call.input == nullptr) || (needs_output && call.output == nullptr)) return invalid("null buffer");

@@ -197,7 +197,8 @@ static void test_reduce(ncclComm_t comm, int world) {
   free(in), free(out);
 }
 
-/* Every rank sends to the next and receives from the previous, in one group. */
+/* Every rank sends to the next and receives from the previous, in one group; then an
+ * all-to-all of sends and receives, each rank's own share included, as PyTorch builds it. */
 static void test_sendrecv(ncclComm_t comm, int world) {
   const size_t count = 7777;
   float* out = allocate(count * sizeof(float));
@@ -212,6 +213,27 @@ static void test_sendrecv(ncclComm_t comm, int world) {
     CHECK(in[i] == (float)(previous * 10000 + (int)i), "recv from %d: element %zu is %g", previous, i, in[i]);
   }
   free(out), free(in);
+
+  const size_t share = 1001;
+  int32_t* send = allocate(world * share * sizeof(int32_t));
+  int32_t* recv = allocate(world * share * sizeof(int32_t));
+  for (int to = 0; to < world; ++to) {
+    for (size_t i = 0; i < share; ++i) send[to * share + i] = rank * 1000000 + to * 10000 + (int32_t)i;
+  }
+  NCCL_OK(ncclGroupStart());
+  for (int peer = 0; peer < world; ++peer) {
+    NCCL_OK(ncclSend(send + peer * share, share, ncclInt32, peer, comm, NULL));
+    NCCL_OK(ncclRecv(recv + peer * share, share, ncclInt32, peer, comm, NULL));
+  }
+  NCCL_OK(ncclGroupEnd());
+  for (int from = 0; from < world; ++from) {
+    for (size_t i = 0; i < share; ++i) {
+      const int32_t want = from * 1000000 + rank * 10000 + (int32_t)i;
+      CHECK(recv[from * share + i] == want, "all-to-all from %d: element %zu is %d, not %d", from, i,
+            recv[from * share + i], want);
+    }
+  }
+  free(send), free(recv);
 }
 
 /* Bad arguments fail at once with ncclInvalidArgument and say why; the communicator goes on. */
@@ -229,8 +251,10 @@ static void test_errors(ncclComm_t comm, int world) {
   NCCL_FAILS(ncclBroadcast(values, values, 16, ncclFloat32, world, comm, NULL), ncclInvalidArgument, text);
   NCCL_FAILS(ncclReduce(values, out, 16, ncclFloat32, ncclSum, -1, comm, NULL), ncclInvalidArgument,
              "root -1 is not a rank");
-  snprintf(text, sizeof(text), "peer %d must be another rank of %d", world, world);
+  snprintf(text, sizeof(text), "peer %d must be a rank of %d", world, world);
   NCCL_FAILS(ncclSend(values, 16, ncclFloat32, world, comm, NULL), ncclInvalidArgument, text);
+  /* A send to itself is a copy with its ncclRecv, which only a group can pair it with. */
+  NCCL_FAILS(ncclSend(values, 16, ncclFloat32, rank, comm, NULL), ncclInvalidArgument, "must be in a group");
   NCCL_FAILS(ncclAllGather(values, out, 1, ncclFloat32, NULL, NULL), ncclInvalidArgument, "comm is NULL");
   NCCL_FAILS(ncclGroupEnd(), ncclInvalidUsage, "ncclGroupEnd without ncclGroupStart");
   ncclRedOp_t premul;

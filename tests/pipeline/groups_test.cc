@@ -70,3 +70,95 @@ TEST(Groups, DestroyingTheCommunicatorFailsTheCallsOfAnOpenGroup) {
 
 }  // namespace
 }  // namespace ucclzip::testing
+
+namespace ucclzip::testing {
+namespace {
+
+// An all-to-all of Sends and Recvs as PyTorch builds it, each rank's own share included: in a
+// group a transfer to the rank itself pairs with its partner into a copy, whichever comes first
+// in the group, compressed calls too, and every share arrives.
+TEST(Groups, TransfersToTheRankItselfAreCopiesInAGroup) {
+  constexpr uint64_t kShare = 50'001;  // odd, and large enough for several blocks at 256 KiB
+  ExpectRanksSucceeded(RunRanks({.world_size = 3}, [&](const RankContext& context) -> absl::Status {
+    auto comm = CreateCommunicator(context, ShortTimeoutOptions());
+    if (!comm.ok()) return comm.status();
+    Communicator& c = **comm;
+    const int world = context.world_size;
+    std::vector<std::vector<uint8_t>> out(world), in(world);
+    for (int peer = 0; peer < world; ++peer) {
+      out[peer] = GenerateTensor(DataType::kBFloat16, kShare, {DistKind::kGaussian, 0.02}, context.rank * 10 + peer);
+      in[peer].assign(out[peer].size(), 0xA5);
+    }
+    for (const bool receive_first : {false, true}) {
+      c.GroupStart();
+      for (int peer = 0; peer < world; ++peer) {
+        const SendOptions compressed{.compression = CompressionMode::kOn};
+        if (receive_first) c.Recv(in[peer].data(), kShare, DataType::kBFloat16, peer, nullptr);
+        c.Send(out[peer].data(), kShare, DataType::kBFloat16, peer, nullptr, compressed);
+        if (!receive_first) c.Recv(in[peer].data(), kShare, DataType::kBFloat16, peer, nullptr);
+      }
+      if (absl::Status s = c.GroupEnd().Wait(absl::Seconds(30)); !s.ok()) return s;
+      for (int from = 0; from < world; ++from) {
+        const std::vector<uint8_t> want = GenerateTensor(DataType::kBFloat16, kShare, {DistKind::kGaussian, 0.02},
+                                                         from * 10 + context.rank);
+        if (absl::Status s = ExpectSameBytes(in[from].data(), want.data(), want.size(),
+                                             absl::StrCat("rank ", context.rank, ": the share from rank ", from));
+            !s.ok()) {
+          return s;
+        }
+        in[from].assign(in[from].size(), 0xA5);
+      }
+    }
+    return absl::OkStatus();
+  }));
+}
+
+// A transfer to the rank itself that the group cannot pair fails at GroupEnd, naming itself
+// and what it lacks or where it differs from its partner; the group's other calls go on.
+TEST(Groups, TransfersToTheRankItselfThatCannotPairFailNamingWhy) {
+  ExpectRanksSucceeded(RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
+    auto comm = CreateCommunicator(context, ShortTimeoutOptions());
+    if (!comm.ok()) return comm.status();
+    Communicator& c = **comm;
+    const int self = context.rank, peer = 1 - context.rank;
+    std::vector<float> data(100, 1.0f), got(100, 0.0f), from_peer(100, 0.0f);
+    const std::string me = absl::StrCat("rank ", self, ": ");
+
+    c.GroupStart();
+    Operation alone = c.Send(data.data(), 100, DataType::kFloat32, self, nullptr);
+    Operation to_peer = c.Send(data.data(), 100, DataType::kFloat32, peer, nullptr);
+    Operation from = c.Recv(from_peer.data(), 100, DataType::kFloat32, peer, nullptr);
+    c.GroupEnd();
+    if (absl::Status s = ExpectError(alone.Wait(absl::Seconds(10)), absl::StatusCode::kInvalidArgument,
+                                     {me + "send to peer " + std::to_string(self), "no Recv from this rank itself"},
+                                     "a send to itself alone");
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = to_peer.Wait(absl::Seconds(10)); !s.ok()) return s;
+    if (absl::Status s = from.Wait(absl::Seconds(10)); !s.ok()) return s;
+
+    c.GroupStart();
+    Operation send = c.Send(data.data(), 100, DataType::kFloat32, self, nullptr);
+    Operation recv = c.Recv(got.data(), 99, DataType::kFloat32, self, nullptr);
+    c.GroupEnd();
+    if (absl::Status s = ExpectError(send.Wait(absl::Seconds(10)), absl::StatusCode::kInvalidArgument,
+                                     {me + "send to peer", "its group pairs it with", "recv from peer",
+                                      "99 elements of fp32", "differs in count or type"},
+                                     "a pair of different counts (the send)");
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = ExpectError(recv.Wait(absl::Seconds(10)), absl::StatusCode::kInvalidArgument,
+                                     {me + "recv from peer", "100 elements of fp32", "differs in count or type"},
+                                     "a pair of different counts (the recv)");
+        !s.ok()) {
+      return s;
+    }
+    if (got != std::vector<float>(100, 0.0f)) return absl::InternalError(me + "a refused pair wrote its buffer");
+    return absl::OkStatus();
+  }));
+}
+
+}  // namespace
+}  // namespace ucclzip::testing

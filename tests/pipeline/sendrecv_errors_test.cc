@@ -202,12 +202,16 @@ TEST(PipelineErrors, BadArgumentsFailAtOnceAndATimeoutFires) {
     Communicator& c = **comm;
     uint32_t word = 0;
     if (absl::Status s = ExpectError(c.Send(&word, 1, DataType::kUint32, 2, nullptr).Wait(), absl::StatusCode::kInvalidArgument,
-                                     {"peer 2", "another rank"}, "peer out of range");
+                                     {"peer 2", "must be a rank of 2"}, "peer out of range");
         !s.ok()) {
       return s;
     }
+    // A transfer to this rank itself is a copy with its partner, which only a group can give it.
     if (absl::Status s = ExpectError(c.Recv(&word, 1, DataType::kUint32, context.rank, nullptr).Wait(),
-                                     absl::StatusCode::kInvalidArgument, {"another rank"}, "self");
+                                     absl::StatusCode::kInvalidArgument,
+                                     {absl::StrCat("rank ", context.rank, ": recv from peer ", context.rank),
+                                      "must be in a group"},
+                                     "self outside a group");
         !s.ok()) {
       return s;
     }
