@@ -198,6 +198,53 @@ TEST(PipelineDevice, GroupedSendAndRecvOnOneStreamDoNotDeadlock) {
   }));
 }
 
+// An all-to-all of device buffers on one stream, each rank's own share included: the send to
+// the rank itself and its receive become a copy at their place on the stream (self_transfers.h),
+// which the stream's later copy back sees.
+TEST(PipelineDevice, AnAllToAllWithItsOwnShareOnOneStream) {
+  UCCLZIP_SKIP_WITHOUT_GPU();
+  ExpectRanksSucceeded(RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
+    if (absl::Status s = Cuda(cudaSetDevice(0), "cudaSetDevice"); !s.ok()) return s;
+    auto comm = CreateCommunicator(context, PipelineOptions());
+    if (!comm.ok()) return comm.status();
+    const uint64_t share = 300'007;
+    const size_t bytes = share * 2;
+    std::vector<std::vector<uint8_t>> mine(2);
+    for (int to = 0; to < 2; ++to) {
+      mine[to] = GenerateTensor(DataType::kBFloat16, share, {DistKind::kGaussian, 0.02}, 10 * context.rank + to);
+    }
+    cudaStream_t stream;
+    uint8_t *out = nullptr, *in = nullptr, *back = nullptr;
+    absl::Status status = Cuda(cudaStreamCreate(&stream), "stream");
+    status.Update(Cuda(cudaMalloc(reinterpret_cast<void**>(&out), 2 * bytes), "malloc"));
+    status.Update(Cuda(cudaMalloc(reinterpret_cast<void**>(&in), 2 * bytes), "malloc"));
+    status.Update(Cuda(cudaMallocHost(reinterpret_cast<void**>(&back), 2 * bytes), "cudaMallocHost"));
+    for (int to = 0; to < 2; ++to) {
+      status.Update(Cuda(cudaMemcpyAsync(out + to * bytes, mine[to].data(), bytes, cudaMemcpyHostToDevice, stream), "fill"));
+    }
+    status.Update(Cuda(cudaMemsetAsync(in, 0xA5, 2 * bytes, stream), "clear"));
+    (*comm)->GroupStart();
+    for (int peer = 0; peer < 2; ++peer) {
+      (*comm)->Send(out + peer * bytes, share, DataType::kBFloat16, peer, stream);
+      (*comm)->Recv(in + peer * bytes, share, DataType::kBFloat16, peer, stream);
+    }
+    Operation group = (*comm)->GroupEnd();
+    status.Update(Cuda(cudaMemcpyAsync(back, in, 2 * bytes, cudaMemcpyDeviceToHost, stream), "copy back"));
+    status.Update(Cuda(cudaStreamSynchronize(stream), "sync"));
+    status.Update(WaitOk(group, "group"));
+    for (int from = 0; from < 2 && status.ok(); ++from) {
+      const std::vector<uint8_t> want =
+          GenerateTensor(DataType::kBFloat16, share, {DistKind::kGaussian, 0.02}, 10 * from + context.rank);
+      status = ExpectSameBytes(back + from * bytes, want.data(), bytes, absl::StrCat("the share from rank ", from));
+    }
+    cudaFreeHost(back);
+    cudaFree(out);
+    cudaFree(in);
+    cudaStreamDestroy(stream);
+    return status;
+  }));
+}
+
 // More calls in flight, each on its own stream, than the process has hardware queues: each held
 // stream takes a queue, and with more than half of them held some of the pipeline's own copies
 // and kernels never ran (H200 runs s15-3 to s15-5; with three of four queues held this test
