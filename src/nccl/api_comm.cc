@@ -143,8 +143,15 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t* comm, int nranks, ncclUniqueId c
 
 ncclResult_t ncclCommFinalize(ncclComm_t comm) {
   if (absl::Status usable = CheckUsable(comm, "ncclCommFinalize"); !usable.ok()) return Report(usable);
+  // Its calls in the open group are posted only at the group's end: it would wait for them in
+  // vain for the whole operation timeout.
+  if (ucclzip::nccl::GroupHolds(comm)) {
+    return Report(absl::FailedPreconditionError(
+        "ncclCommFinalize: the communicator has operations in the open group; end the group first"));
+  }
   comm->WaitForAll(comm->communicator->options().op_timeout);
-  return ncclSuccess;
+  // What the operations came to: the first failure among them, as ncclCommGetAsyncError says.
+  return Report(comm->AsyncError());
 }
 
 ncclResult_t ncclCommDestroy(ncclComm_t comm) { return ucclzip::nccl::Destroy(comm, false, "ncclCommDestroy"); }

@@ -390,6 +390,20 @@ static int run_clique(int world) {
     NCCL_OK(ncclCommUserRank(comms[r], &user_rank));
     CHECK(ranks == world && user_rank == r, "communicator %d: rank %d of %d", r, user_rank, ranks);
   }
+  /* ncclCommFinalize waits for a communicator's operations: not inside a group that holds some
+   * of them, which would post them only at its end. */
+  float ones[kMaxRanks], totals[kMaxRanks];
+  NCCL_OK(ncclGroupStart());
+  for (int r = 0; r < world; ++r) {
+    ones[r] = 1.0f;
+    NCCL_OK(ncclAllReduce(&ones[r], &totals[r], 1, ncclFloat32, ncclSum, comms[r], NULL));
+  }
+  NCCL_FAILS(ncclCommFinalize(comms[0]), ncclInvalidUsage, "operations in the open group");
+  NCCL_OK(ncclGroupEnd());
+  for (int r = 0; r < world; ++r) {
+    NCCL_OK(ncclCommFinalize(comms[r]));
+    CHECK(totals[r] == (float)world, "grouped allreduce on communicator %d: %g", r, totals[r]);
+  }
   /* A communicator whose destruction waits for the group's end takes no more calls, and no
    * second destruction: the group's end frees it before it posts the group's operations. */
   float one = 1.0f, result = 0.0f;
