@@ -3,13 +3,15 @@
 // with compression modes taking turns iteration by iteration so that drift affects all alike.
 //
 //   size: nccl-tests' "size": the bytes of count x type for allreduce, broadcast and reduce, the
-//         whole gathered buffer for allgather, the whole input for reducescatter.
-//   time: the median over --iters of the slowest rank's time for one call.
+//         whole gathered buffer for allgather, the whole input for reducescatter; of the count
+//         the call took, as nccl-tests prints it (the size asked for rounded down to whole
+//         elements, and for allgather and reducescatter to a multiple of the ranks).
+//   time: the slowest rank's median over --iters of its time for one call (as sendrecv's).
 //   busbw = algbw x factor: allreduce 2(n-1)/n; allgather and reducescatter (n-1)/n; broadcast
 //         and reduce 1.
 //   ratio: user bytes over wire bytes of what every rank sent in that mode.
-//   #wrong: with -c 1, each mode runs once more into a cleared buffer, whose bytes are compared
-//         with the reference computed on the CPU in the documented order (a reduce's root only).
+//   #wrong: with -c 1, each mode runs once more into a cleared buffer, whose elements are
+//         compared bit for bit with the reference computed on the CPU in the documented order (a reduce's root only).
 //   --in_place: nccl-tests' in-place placement, one buffer for input and output (allgather's
 //         input at the rank's chunk of the output, reducescatter's output at the rank's chunk of
 //         the input), the input written back before every call (untimed), since a reduction
@@ -69,6 +71,13 @@ const CollectiveBench* g_bench = &kBenches[0];
 uint64_t CountOf(const CollectiveBench& bench, uint64_t bytes, DataType dtype, int world) {
   const uint64_t elements = bytes / ElementSize(dtype);
   return bench.count_per_rank ? elements / world : elements;
+}
+
+// The size in nccl-tests' sense of a call of `count`: what the rows print and the bandwidths
+// divide, as nccl-tests does, rather than the size asked for, which CountOf rounds down to whole
+// elements (and, for allgather and reducescatter, to a multiple of the world size).
+uint64_t SizeOf(const CollectiveBench& bench, uint64_t count, DataType dtype, int world) {
+  return count * ElementSize(dtype) * (bench.count_per_rank ? world : 1);
 }
 
 Operation Call(Communicator& comm, const CollectiveShape& shape, const void* send, void* recv, CompressionMode mode) {
@@ -156,12 +165,12 @@ absl::StatusOr<std::vector<ModeResult>> MeasureSize(Communicator& comm, const Co
       if (absl::Status s = prepare(); !s.ok()) return s;
       if (absl::Status s = Call(comm, shape, send_at, recv_at, modes[m]).Wait(kWait); !s.ok()) return s;
       // `want` is empty where nothing is received.
-      absl::StatusOr<uint64_t> count = (*recv)->CountWrong(want, output_offset);
+      absl::StatusOr<uint64_t> count = (*recv)->CountWrong(want, ElementSize(shape.dtype), output_offset);
       if (!count.ok()) return count.status();
       wrong[m] = static_cast<double>(*count);
     }
   }
-  // Per rank and mode: its median time, wrong bytes, payload and wire bytes, codec seconds and frames sent.
+  // Per rank and mode: its median time, wrong elements, payload and wire bytes, codec seconds and frames sent.
   constexpr size_t kFields = 6;
   std::vector<double> mine;
   for (size_t m = 0; m < modes.size(); ++m) {
@@ -240,9 +249,10 @@ absl::Status RunRank() {
     absl::StatusOr<std::vector<ModeResult>> results = MeasureSize(comm, shape, device, in_place, *modes, *dist, check);
     if (!results.ok()) return results.status();
     ++sizes;
+    const uint64_t size = SizeOf(*g_bench, shape.count, *dtype, world);
     for (size_t m = 0; m < modes->size(); ++m) {
       const ModeResult& r = (*results)[m];
-      const double algbw = r.time_us > 0 ? bytes / r.time_us / 1e3 : 0, busbw = algbw * g_bench->bus_factor(world);
+      const double algbw = r.time_us > 0 ? size / r.time_us / 1e3 : 0, busbw = algbw * g_bench->bus_factor(world);
       const double vs_first = r.time_us > 0 ? (*results)[0].time_us / r.time_us : 0;
       busbw_sum[m] += busbw;
       if (!report) continue;
@@ -255,7 +265,7 @@ absl::Status RunRank() {
                     "\"ratio\":%.4f,\"vs_first\":%.4f,\"first\":\"%s\",\"ranks\":%d,\"memory\":\"%s\",\"tls\":\"%s\","
                     "\"dist\":\"%s\",\"pipeline_block\":%zu,\"min_pipeline_block\":%zu,\"path\":\"%s\",\"codec_us\":%.1f,\"codec_block_us\":%.1f,"
                     "\"in_place\":%d,\"recursive_doubling\":%zu,\"tree_broadcast\":%zu}\n",
-                    name, static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(shape.count),
+                    name, static_cast<unsigned long long>(size), static_cast<unsigned long long>(shape.count),
                     DataTypeName(*dtype), redop, shown_root, CompressionName((*modes)[m]), r.time_us, algbw, busbw,
                     static_cast<unsigned long long>(r.wrong), r.ratio, vs_first, CompressionName((*modes)[0]), world,
                     memory.c_str(), tls.c_str(), dist->Name().c_str(), comm.options().pipeline_block_bytes,
@@ -263,7 +273,7 @@ absl::Status RunRank() {
                     comm.options().recursive_doubling_bytes, comm.options().tree_broadcast_bytes);
       } else {
         std::printf("%12llu %12llu %8s %6s %5d %8s %11.1f %11.3f %11.3f %7llu %7.3f %7.3fx\n",
-                    static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(shape.count),
+                    static_cast<unsigned long long>(size), static_cast<unsigned long long>(shape.count),
                     DataTypeName(*dtype), redop, shown_root, CompressionName((*modes)[m]), r.time_us, algbw, busbw,
                     static_cast<unsigned long long>(r.wrong), r.ratio, vs_first);
       }
@@ -276,7 +286,7 @@ absl::Status RunRank() {
                   CompressionName((*modes)[m]));
     }
   }
-  return CheckedBytes(wrong);
+  return CheckedElements(wrong);
 }
 
 int CollectiveMain(const CollectiveBench& bench) {

@@ -90,9 +90,10 @@ absl::Status WarmUp(Communicator& comm, absl::Duration at_least, absl::FunctionR
   }
 }
 
-absl::Status CheckedBytes(uint64_t wrong) {
+absl::Status CheckedElements(uint64_t wrong) {
   if (wrong == 0) return absl::OkStatus();
-  return absl::DataLossError(absl::StrCat(wrong, " bytes arrived wrong in the checked calls (the #wrong column says where)"));
+  return absl::DataLossError(
+      absl::StrCat(wrong, " elements arrived wrong in the checked calls (the #wrong column says where)"));
 }
 
 double Mean(const std::vector<double>& values) {
@@ -170,14 +171,21 @@ absl::Status TensorBuffer::Write(const std::vector<uint8_t>& contents, uint64_t 
   return absl::OkStatus();
 }
 
-absl::StatusOr<uint64_t> TensorBuffer::CountWrong(const std::vector<uint8_t>& want, uint64_t offset) {
+absl::StatusOr<uint64_t> TensorBuffer::CountWrong(const std::vector<uint8_t>& want, size_t element_bytes,
+                                                   uint64_t offset) {
   if (device_ != nullptr) {
     absl::Status read = DeviceBufferStatus(cudaMemcpy(host_.data(), device_, host_.size(), cudaMemcpyDeviceToHost),
                                            "reading back", host_.size());
     if (!read.ok()) return read;
   }
   uint64_t wrong = 0;
-  for (size_t i = 0; i < want.size(); ++i) wrong += offset + i >= host_.size() || host_[offset + i] != want[i];
+  for (size_t first = 0; first < want.size(); first += element_bytes) {
+    bool differs = false;
+    for (size_t i = first; i < std::min(first + element_bytes, want.size()); ++i) {
+      differs |= offset + i >= host_.size() || host_[offset + i] != want[i];
+    }
+    wrong += differs;
+  }
   return wrong;
 }
 

@@ -51,7 +51,7 @@ absl::Status WarmUp(Communicator& comm, absl::Duration at_least, absl::FunctionR
 // DataLoss where the checks found `wrong` bytes, for the reporting rank to return once its rows
 // are printed (the #wrong column shows where): the benchmark then exits non-zero, as nccl-tests
 // does, so that no script takes the figures of a run that delivered wrong data.
-absl::Status CheckedBytes(uint64_t wrong);
+absl::Status CheckedElements(uint64_t wrong);
 
 // The value below which a share `q` (0..1) of `values` lies: the sorted values' element
 // floor(q * n), the last for q = 1; 0 for none. Median is Percentile(values, 0.5).
@@ -69,9 +69,10 @@ class TensorBuffer {
   absl::Status Clear();
   // Writes `contents` at byte `offset` (an in-place call's input, before each call).
   absl::Status Write(const std::vector<uint8_t>& contents, uint64_t offset);
-  // Number of bytes from byte `offset` on that differ from `want`; an error where a device
-  // buffer cannot be read back (a count from stale host bytes would be no count).
-  absl::StatusOr<uint64_t> CountWrong(const std::vector<uint8_t>& want, uint64_t offset = 0);
+  // Number of elements of `element_bytes` from byte `offset` on that differ from `want` in any
+  // bit (nccl-tests' #wrong counts elements); an error where a device buffer cannot be read back
+  // (a count from stale host bytes would be no count).
+  absl::StatusOr<uint64_t> CountWrong(const std::vector<uint8_t>& want, size_t element_bytes, uint64_t offset = 0);
 
  private:
   std::vector<uint8_t> host_;

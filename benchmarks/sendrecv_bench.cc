@@ -181,7 +181,7 @@ absl::StatusOr<std::vector<ModeResult>> MeasureSize(Communicator& comm, Pattern 
       const double elapsed_us = absl::ToDoubleMicroseconds(absl::Now() - start) / targets.size();
       if (check) {
         if (receives) {
-          absl::StatusOr<uint64_t> count = checked.CountWrong(want);
+          absl::StatusOr<uint64_t> count = checked.CountWrong(want, ElementSize(dtype));
           if (!count.ok()) return count.status();
           totals[m].wrong = static_cast<double>(*count);
         }
@@ -262,11 +262,14 @@ void PrintRow(bool json, Pattern pattern, const Communicator& comm, uint64_t byt
               const std::vector<CompressionMode>& modes, size_t m, const std::vector<ModeResult>& all) {
   const ModeResult& r = all[m];
   const bool oneway = pattern == Pattern::kOneway;
-  const double algbw = r.time_us > 0 ? bytes / r.time_us / 1e3 : 0;
+  // The bytes a message of whole elements carries, as the rows print them and the bandwidth
+  // divides them (the size asked for, rounded down to whole elements).
+  const uint64_t count = bytes / ElementSize(dtype);
+  const uint64_t size = count * ElementSize(dtype);
+  const double algbw = r.time_us > 0 ? size / r.time_us / 1e3 : 0;
   // Throughput against the first mode listed, measured in the same turns.
   const double vs_first = r.time_us > 0 ? all[0].time_us / r.time_us : 0;
   const CommunicatorOptions& options = comm.options();
-  const uint64_t count = bytes / ElementSize(dtype);
   const auto wrong = static_cast<unsigned long long>(r.wrong);
   if (json) {
     const std::string codec =
@@ -277,7 +280,7 @@ void PrintRow(bool json, Pattern pattern, const Communicator& comm, uint64_t byt
                 "\"time_us\":%.2f,\"mean_us\":%.2f,\"p10_us\":%.2f,\"p90_us\":%.2f,\"algbw_GBps\":%.4f,\"busbw_GBps\":%.4f,\"ratio\":%.4f,\"wire_saved\":%llu,%s,"
                 "\"vs_first\":%.4f,\"first\":\"%s\",\"wrong\":%llu,\"ranks\":%d,\"memory\":\"%s\",\"tls\":\"%s\","
                 "\"pattern\":\"%s\",\"window\":%d,\"dist\":\"%s\",\"pipeline_block\":%zu,\"min_pipeline_block\":%zu,\"block\":%zu,\"path\":\"%s\"}\n",
-                static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(count), DataTypeName(dtype),
+                static_cast<unsigned long long>(size), static_cast<unsigned long long>(count), DataTypeName(dtype),
                 CompressionName(modes[m]), r.time_us, r.mean_us, r.p10_us, r.p90_us, algbw, algbw, r.ratio,
                 static_cast<unsigned long long>(r.saved), codec.c_str(), vs_first, CompressionName(modes[0]), wrong, comm.size(),
                 absl::GetFlag(FLAGS_memory).c_str(),
@@ -289,7 +292,7 @@ void PrintRow(bool json, Pattern pattern, const Communicator& comm, uint64_t byt
   const std::string codec = oneway ? absl::StrFormat("%10.1f %10.1f", r.encode_us, r.decode_us)
                                    : absl::StrFormat("%10.1f", r.codec_us);
   std::printf("%12llu %12llu %6s %8s %10.2f %12.3f %12.3f %7.3f %12llu %s %8.3fx %7llu\n",
-              static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(count), DataTypeName(dtype),
+              static_cast<unsigned long long>(size), static_cast<unsigned long long>(count), DataTypeName(dtype),
               CompressionName(modes[m]), r.time_us, algbw, algbw, r.ratio, static_cast<unsigned long long>(r.saved),
               codec.c_str(), vs_first, wrong);
 }
@@ -356,7 +359,7 @@ absl::Status RunRank() {
       std::printf("# 8 B round trip (ranks 0<->1, host memory): median %.2f us, one-way %.2f us\n", *rtt, *rtt / 2);
     }
   }
-  return CheckedBytes(wrong);
+  return CheckedElements(wrong);
 }
 
 int SendRecvMain(const std::vector<std::string>&) {

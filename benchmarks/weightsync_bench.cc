@@ -11,6 +11,7 @@
 // Gaussian with sigma 0.02, norms 1.0. --layers and --vocab shrink it for quick runs; --input DIR
 // sends the raw little-endian files of DIR (of --dtype) instead.
 #include <algorithm>
+#include <cstring>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -88,6 +89,15 @@ absl::StatusOr<std::vector<uint8_t>> Contents(const TensorSpec& t, DataType dtyp
   return testing::GenerateTensor(dtype, t.count, *dist, t.count);
 }
 
+// `contents` with tensor `index`'s number in its first bytes (8, or all of a smaller tensor):
+// tensors of one shape share their contents, and a tensor that landed in another one's buffer
+// would otherwise check as right.
+std::vector<uint8_t> Stamped(const std::vector<uint8_t>& contents, uint64_t index) {
+  std::vector<uint8_t> stamped(contents);
+  std::memcpy(stamped.data(), &index, std::min(sizeof(index), stamped.size()));
+  return stamped;
+}
+
 // One sync: rank 0 sends every tensor to every receiver, or broadcasts each; returns the slowest
 // rank's seconds.
 absl::StatusOr<double> SyncOnce(Communicator& comm, std::vector<std::unique_ptr<TensorBuffer>>& buffers,
@@ -152,7 +162,8 @@ absl::Status RunRank() {
   Communicator& comm = **communicator;
   if (comm.size() < 2) return absl::InvalidArgumentError("weightsync needs at least 2 ranks");
 
-  // Contents are generated once per (count, distribution) and shared by the tensors of that shape.
+  // Contents are generated once per (count, distribution) and shared by the tensors of that
+  // shape, each stamped with its number (Stamped).
   std::map<std::pair<uint64_t, std::string>, std::vector<uint8_t>> contents;
   std::vector<std::unique_ptr<TensorBuffer>> buffers;
   uint64_t total_bytes = 0;
@@ -164,8 +175,8 @@ absl::Status RunRank() {
       contents[key] = std::move(*bytes);
     }
     const std::vector<uint8_t>& want = contents[key];
-    absl::StatusOr<std::unique_ptr<TensorBuffer>> buffer =
-        TensorBuffer::Create(comm.rank() == 0 ? want : std::vector<uint8_t>(want.size()), device);
+    absl::StatusOr<std::unique_ptr<TensorBuffer>> buffer = TensorBuffer::Create(
+        comm.rank() == 0 ? Stamped(want, buffers.size()) : std::vector<uint8_t>(want.size()), device);
     if (!buffer.ok()) return buffer.status();
     buffers.push_back(std::move(*buffer));
     total_bytes += want.size();
@@ -210,7 +221,8 @@ absl::Status RunRank() {
     uint64_t mine = 0;
     for (size_t i = 0; comm.rank() != 0 && i < model->size(); ++i) {
       absl::StatusOr<uint64_t> count =
-          buffers[i]->CountWrong(contents[{(*model)[i].count, (*model)[i].dist + (*model)[i].file}]);
+          buffers[i]->CountWrong(Stamped(contents[{(*model)[i].count, (*model)[i].dist + (*model)[i].file}], i),
+                               ElementSize(*dtype));
       if (!count.ok()) return count.status();
       mine += *count;
     }
@@ -245,7 +257,7 @@ absl::Status RunRank() {
   }
   uint64_t all_wrong = 0;
   for (const auto& [mode, count] : wrong) all_wrong += count;
-  return CheckedBytes(all_wrong);
+  return CheckedElements(all_wrong);
 }
 
 int WeightSyncMain(const std::vector<std::string>&) {

@@ -104,14 +104,16 @@ for name in tcp shm; do
   # The ring's links without its dependencies: every rank sends to rank+1 and receives from rank-1.
   timeout -k 10 "$limit" "$bench" sendrecv --ranks "$ranks" --memory device --tls "${transports[$name]}" --compress off \
     --pattern shift --min_bytes "${mb}M" --max_bytes "${mb}M" --iters "$iters" --warmup 2 --latency_iters 0 --json \
-    2>"$OUT/shift-$name-r$round.err" | sed "s/^{/{\"tls_name\":\"$name\",\"round\":$round,/" | grep '^{' >>"$summary"
+    2>"$OUT/shift-$name-r$round.err" | sed "s/^{/{\"tls_name\":\"$name\",\"round\":$round,/" | grep '^{' >>"$summary" ||
+    echo "sendrecv shift over $name: failed (rc $?): $(tail -c 300 "$OUT/shift-$name-r$round.err")"
   # The broadcast chain's links without its dependencies (nothing forwarded), off and on taking
   # turns: what its links alone take on this host, which the chain then adds its filling to.
   if [[ " ${COLLECTIVES:-broadcast} " == *" broadcast "* ]]; then
     timeout -k 10 "$limit" "$bench" sendrecv --ranks "$ranks" --memory device --tls "${transports[$name]}" --compress off,on \
       --pattern chain --min_bytes "${mb}M" --max_bytes "${mb}M" --iters "$iters" --warmup 2 --latency_iters 0 \
       --dist gaussian:0.02 --json 2>"$OUT/chain-$name-r$round.err" |
-      sed "s/^{/{\"tls_name\":\"$name\",\"round\":$round,/" | grep '^{' >>"$summary"
+      sed "s/^{/{\"tls_name\":\"$name\",\"round\":$round,/" | grep '^{' >>"$summary" ||
+      echo "sendrecv chain over $name: failed (rc $?): $(tail -c 300 "$OUT/chain-$name-r$round.err")"
   fi
   order=("${settings[@]}")
   if ((round % 2 == 0)); then
@@ -160,7 +162,8 @@ links = {"shift": "the ring's links", "chain": "the broadcast chain's links"}
 for r in rows:
     if r["bench"] == "sendrecv":
         print(f"sendrecv {r['pattern']}, {r['ranks']} ranks over {r['tls_name']}, compression {r['compress']} "
-              f"({links[r['pattern']]}, no dependencies): {r['algbw_GBps']:.3f} GB/s per link")
+              f"({links[r['pattern']]}, no dependencies): {r['algbw_GBps']:.3f} GB/s per link"
+              + (f", {r['wrong']} WRONG" if r.get("wrong") else ""))
 for name in sorted({n for n, _ in perf}):
     off = [r for r in rows if r["bench"] == "allreduce" and r["tls_name"] == name and r.get("compress") == "off"]
     for pairs in sorted(p for n, p in perf if n == name):

@@ -38,7 +38,7 @@ done
 python3 - "$rows" <<'EOF'
 import collections, json, statistics, sys
 rows = [json.loads(line) for line in open(sys.argv[1])]
-print(f"{len(rows)} rows, {sum(r['wrong'] for r in rows)} wrong bytes")
+print(f"{len(rows)} rows, {sum(r['wrong'] for r in rows)} wrong elements")
 times = collections.defaultdict(list)
 for r in rows:
     small = r["recursive_doubling"] > 0 if r["bench"] == "allreduce" else r["tree_broadcast"] > 0

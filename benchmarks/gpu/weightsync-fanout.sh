@@ -30,7 +30,7 @@ done
 python3 - "$rows" <<'EOF'
 import collections, json, statistics, sys
 rows = [json.loads(line) for line in open(sys.argv[1])]
-print(f"{len(rows)} rows, {sum(r['wrong'] for r in rows)} wrong bytes")
+print(f"{len(rows)} rows, {sum(r['wrong'] for r in rows)} wrong elements")
 times, ratios = collections.defaultdict(list), collections.defaultdict(list)
 for r in rows:
     key = (r["tls"], r["fanout"], r["compress"], r["receivers"])
