@@ -22,6 +22,9 @@ class CudaStagingEngine final : public StagingEngine {
  public:
   CudaStagingEngine(int device, int copy_done_fd) : device_(device), copy_done_fd_(copy_done_fd) {}
   ~CudaStagingEngine() override {
+    // Runs on whichever thread destroys the communicator: its device is put back afterwards.
+    int caller_device = -1;
+    const bool known = cudaGetDevice(&caller_device) == cudaSuccess;
     // Synchronising the streams also waits for their host functions, which read copy_done_fd_.
     cudaSetDevice(device_);
     for (cudaStream_t stream : streams_) {
@@ -31,6 +34,7 @@ class CudaStagingEngine final : public StagingEngine {
       }
     }
     for (cudaEvent_t event : events_) cudaEventDestroy(event);
+    if (known) cudaSetDevice(caller_device);
   }
 
   absl::Status Init(size_t max_copies) {
@@ -62,6 +66,9 @@ class CudaStagingEngine final : public StagingEngine {
 
   absl::StatusOr<uint32_t> Start(void* destination, const void* source, size_t bytes, CopyDirection direction) override {
     if (free_events_.empty()) return absl::InternalError("staging: more copies in flight than staging blocks");
+    // The progress thread's own choice of device: left at the default, the runtime would give
+    // every rank a context on device 0 besides its own device's.
+    if (cudaError_t e = cudaSetDevice(device_); e != cudaSuccess) return CudaError(e, "cudaSetDevice");
     cudaStream_t stream = streams_[direction == CopyDirection::kToStaging ? 0 : 1];
     if (cudaError_t e = cudaMemcpyAsync(destination, source, bytes, cudaMemcpyDefault, stream); e != cudaSuccess) {
       return CudaError(e, absl::StrCat("cudaMemcpyAsync of ", bytes, " bytes"));
