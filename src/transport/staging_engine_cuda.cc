@@ -74,11 +74,19 @@ class CudaStagingEngine final : public StagingEngine {
       return CudaError(e, absl::StrCat("cudaMemcpyAsync of ", bytes, " bytes"));
     }
     uint32_t ticket = free_events_.back();
-    if (cudaError_t e = cudaEventRecord(events_[ticket], stream); e != cudaSuccess) return CudaError(e, "cudaEventRecord");
+    // The copy is queued: a failure from here on must not hand its staging block back (the
+    // caller releases the block of a copy that failed to start) while the copy may still run.
+    auto fail_after_copy = [&](cudaError_t error, const char* what) {
+      cudaStreamSynchronize(stream);
+      return CudaError(error, what);
+    };
+    if (cudaError_t e = cudaEventRecord(events_[ticket], stream); e != cudaSuccess) {
+      return fail_after_copy(e, "cudaEventRecord");
+    }
     // After the event record, so that the event is complete by the time the fd is signalled.
     if (copy_done_fd_ >= 0) {
       if (cudaError_t e = cudaLaunchHostFunc(stream, SignalCopyDone, &copy_done_fd_); e != cudaSuccess) {
-        return CudaError(e, "cudaLaunchHostFunc");
+        return fail_after_copy(e, "cudaLaunchHostFunc");
       }
     }
     free_events_.pop_back();
