@@ -42,7 +42,14 @@ bool CompressionPolicy::ShouldCompress(CompressionMode mode, DataType dtype, uin
     path.last_choice = pays;
     path.since_probe = 0;
     path.probe_interval = pays || NearTie(gain) ? kFirstPlainProbe : kFirstCompressedProbe;
+  } else if (!pays && NearTie(gain) && !path.near_tie) {
+    // The compressed estimate climbed to a near tie while blocks went plainly (probes, or frames
+    // that `on` or a forward sent on this path): its probes follow the plain probes' schedule
+    // from here, as they would had the choice changed to plain at a near tie.
+    path.since_probe = 0;
+    path.probe_interval = kFirstPlainProbe;
   }
+  path.near_tie = !pays && NearTie(gain);
   const uint32_t longest = pays || NearTie(gain) ? kMaxPlainProbe : kMaxCompressedProbe;
   path.probe_interval = std::min(path.probe_interval, longest);
   if (++path.since_probe < path.probe_interval) return pays;

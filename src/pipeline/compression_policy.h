@@ -125,6 +125,7 @@ class CompressionPolicy {
     RateMeter plain;
     RateMeter compressed;
     bool last_choice = false;
+    bool near_tie = false;  // plain, with compressing within kNearTie of it, at the last decision
     uint32_t since_probe = 0;
     uint32_t probe_interval = kFirstCompressedProbe;  // last_choice starts at plain
   };

@@ -263,7 +263,8 @@ class OperationTask {
   // `wire_bytes`, whose pipeline started at `start`.
   void StartMeter(TaskContext& context, SendBlock& block, SendBlock::Meter meter, uint64_t payload, uint64_t wire_bytes,
                   absl::Time start);
-  void RetireSend(TaskContext& context, SendBlock& block);
+  // Ends a send block's metering (`delivered`: the block itself arrived) and gives back its slot.
+  void RetireSend(TaskContext& context, SendBlock& block, bool delivered);
   // Posts a part of `block` on its sequence; the block keeps the request.
   void PostSend(TaskContext& context, SendBlock& block, const void* data, uint64_t bytes, transport::MemoryType memory,
                 PartStream stream);

@@ -81,7 +81,7 @@ bool OperationTask::AdvanceSends(TaskContext& context) {
     if (block.stage == SendStage::kSending && block.run_first == block.index) {
       if (std::optional<absl::Status> done = Completed(block.requests)) {
         FailBlock("send", block.step, block.index, *done);
-        RetireSend(context, block);
+        RetireSend(context, block, done->ok());
         moved = true;
       }
     }
@@ -357,7 +357,7 @@ bool OperationTask::StartDeviceFrame(TaskContext& context, SendBlock& block, con
   if (status.ok()) status = slot->RecordCodecDone();
   if (!status.ok()) {
     FailBlock("send", block.step, block.index, status);
-    RetireSend(context, block);
+    RetireSend(context, block, /*delivered=*/false);
     return true;
   }
   block.stage = SendStage::kEncoding;
@@ -447,13 +447,15 @@ void OperationTask::StartMeter(TaskContext& context, SendBlock& block, SendBlock
   block.meter = meter;
 }
 
-void OperationTask::RetireSend(TaskContext& context, SendBlock& block) {
+void OperationTask::RetireSend(TaskContext& context, SendBlock& block, bool delivered) {
   const SendStep& step = spec_.schedule.sends[block.step];
   const uint64_t payload = RunElements(step.chunk.count, block.index, block.run_blocks) * ElementSize(spec_.dtype);
+  // The block's own outcome: a block that arrived after its task failed for another reason still
+  // shows what the link delivered.
   if (block.meter == SendBlock::Meter::kPlain) {
-    context.policy->PlainSendDone(step.peer, spec_.memory, payload, block.meter_ticket, status_.ok(), absl::Now());
+    context.policy->PlainSendDone(step.peer, spec_.memory, payload, block.meter_ticket, delivered, absl::Now());
   } else if (block.meter == SendBlock::Meter::kCompressed) {
-    context.policy->CompressedSendDone(step.peer, spec_.memory, payload, block.meter_ticket, status_.ok(), absl::Now());
+    context.policy->CompressedSendDone(step.peer, spec_.memory, payload, block.meter_ticket, delivered, absl::Now());
   }
   block.meter = SendBlock::Meter::kNone;
   block.meter_ticket = 0;

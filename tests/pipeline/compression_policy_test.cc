@@ -383,6 +383,22 @@ TEST(CompressionPolicy, ANarrowLossIsProbedSoonSoThatAFewSlowFramesDoNotHoldAuto
   EXPECT_GE(probes.front(), int(CompressionPolicy::kFirstCompressedProbe) - 1);
 }
 
+// A clear loss that later becomes a near tie, without the choice changing (the compressed
+// estimate rose by frames of other calls on the path): the probes then come on the plain
+// probes' schedule, not on the long one the clear loss had started.
+TEST(CompressionPolicy, ANearTieReachedWhileSendingPlainlyIsProbedSoon) {
+  CompressionPolicy policy(4096);
+  Observe(policy, 1, kHost, 1e9, 0.5e9);
+  ASSERT_LE(Compressed(policy, 1, kHost, 100), 1);  // a clear loss: plain, probes far apart
+  Observe(policy, 1, kHost, 0, 0.9e9);  // frames at 0.9 of the plain rate: a near tie now
+  const double gain = *policy.compressed_rate(1, kHost) / *policy.plain_rate(1, kHost);
+  ASSERT_LT(gain, CompressionPolicy::kMinGain);
+  ASSERT_GE(gain * CompressionPolicy::kNearTie, 1.0);
+  int plain = 0;
+  while (!policy.ShouldCompress(CompressionMode::kAuto, DataType::kBFloat16, kBig, 1, kHost, 7) && plain < 1000) ++plain;
+  EXPECT_LE(plain, int(CompressionPolicy::kFirstPlainProbe));
+}
+
 TEST(CompressionPolicy, AutoBypassesATensorThatDidNotCompressThenRetries) {
   CompressionPolicy policy(4096);
   Observe(policy, 1, kHost, 0.1e9, 0.15e9);
