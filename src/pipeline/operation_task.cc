@@ -228,7 +228,12 @@ bool OperationTask::caller_buffer_idle() const {
     if (block.stage == SendStage::kEncoding || block.stage == SendStage::kSending) return false;
   }
   for (const RecvBlock& block : recv_blocks_) {
-    if (block.stage != RecvStage::kEnvelope && block.stage != RecvStage::kParts && !block.retired) return false;
+    if (block.retired || block.stage == RecvStage::kEnvelope || block.stage == RecvStage::kParts) continue;
+    // Parts on their way into the block's own buffers (a frame's, scratch) write nothing of the
+    // caller's: a failed task retires such a block without processing it. Waiting for them
+    // held a receive whose sender stopped after its envelope until the transport's op_timeout.
+    if ((block.stage == RecvStage::kHead || block.stage == RecvStage::kReceiving) && !block.into_caller) continue;
+    return false;
   }
   return true;
 }

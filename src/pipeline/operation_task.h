@@ -198,6 +198,10 @@ class OperationTask {
     bool on_host = false;
     // Where the plain bytes landed, or the result is: the output buffer or scratch.
     uint8_t* result = nullptr;
+    // A part of the block (its plain bytes, or its run's) is received straight into the caller's
+    // buffer. Otherwise its parts land in the block's own buffers (a frame, scratch, a slot), and
+    // the caller's is touched only once the block is processed, which a failed task never does.
+    bool into_caller = false;
     absl::Time codec_start;
     std::shared_ptr<const HostCodecJobs::Job> host_job;  // a host block's decode and reduction
     std::shared_ptr<transport::Request> envelope_request;

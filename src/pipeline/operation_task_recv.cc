@@ -216,6 +216,7 @@ bool OperationTask::PostParts(TaskContext& context, RecvBlock& block) {
   if (LeadsRun(block.header)) {
     // OnEnvelope let only point-to-point blocks, which land directly, lead a run.
     block.result = Destination(step, block.index);
+    block.into_caller = true;
     PostRecv(context, block, block.result,
              RunElements(step.count, block.index, block.header.run_blocks) * ElementSize(spec_.dtype), spec_.memory,
              kRawStream, &block.run_request);
@@ -225,6 +226,7 @@ bool OperationTask::PostParts(TaskContext& context, RecvBlock& block) {
   }
   if (direct) {
     block.result = Destination(step, block.index);
+    block.into_caller = true;
     PostRecv(context, block, block.result, bytes, spec_.memory, kRawStream);
     block.stage = RecvStage::kReceiving;
     ++next_parts_[step.peer];
@@ -281,6 +283,7 @@ bool OperationTask::PostCarried(RecvBlock& block) {
     return true;
   }
   block.result = Destination(step, block.index);
+  block.into_caller = true;
   block.requests.push_back(first.run_request);
   block.stage = RecvStage::kReceiving;
   ++next_parts_[step.peer];

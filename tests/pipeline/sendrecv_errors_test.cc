@@ -233,6 +233,61 @@ TEST(PipelineErrors, BadArgumentsFailAtOnceAndATimeoutFires) {
   }));
 }
 
+// A receive whose envelope came but whose frame's parts never do (the sender failed after its
+// envelope, say at its own deadline during the encode) writes nothing of the caller's buffer: the
+// parts land in the block's own host frame. It fails at its timeout, not at the transport's
+// op_timeout (here 20 s), and the buffer stays untouched.
+TEST(PipelineErrors, ARecvWhoseFramePartsNeverComeFailsAtItsTimeout) {
+  constexpr uint64_t kCount = kForgedBlockElements;  // one 256 KB block of bf16
+  ExpectRanksSucceeded(RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
+    transport::TransportOptions options = ShortTimeoutOptions();
+    options.op_timeout = absl::Seconds(20);
+    auto comm = CreateCommunicator(context, options);
+    if (!comm.ok()) return comm.status();
+    if (context.rank == 0) {
+      absl::StatusOr<FramePlan> plan = PlanFrame(DataType::kBFloat16, kCount, CodecOptions{.lane_symbols = 1024});
+      if (!plan.ok()) return plan.status();
+      pipeline::Envelope e{.kind = pipeline::BlockKind::kFrame, .dtype = DataType::kBFloat16, .block_index = 0,
+                           .block_count = 1, .message_count = kCount, .block_elements = kCount,
+                           .raw_offset = plan->raw_offset, .raw_bytes = plan->raw_bytes,
+                           .coded_offset = plan->coded_offset};
+      e.operation = pipeline::OperationKind::kSendRecv;
+      e.operation_count = kCount;
+      e.lane_symbols_log2 = 10;
+      const auto envelope = pipeline::EncodeEnvelope(e);
+      // The envelope alone: no raw plane, head or symbols follow. This rank stays until the
+      // receiver is done, so that its receives fail by their own timeout, not by this rank's end.
+      if (absl::Status s = WaitAll({TransportOf(**comm).Send(1, envelope.data(), pipeline::kEnvelopeBytes,
+                                                             transport::MemoryType::kHost,
+                                                             transport::OpTag{0, pipeline::kEnvelopeStream})},
+                                   absl::Now() + absl::Seconds(20));
+          !s.ok()) {
+        return s;
+      }
+      return internal::CommunicatorAccess::BootstrapOf(**comm).Barrier(absl::Now() + absl::Seconds(30));
+    }
+    std::vector<uint8_t> out(kCount * 2 + 1, 0xA5);
+    const absl::Time start = absl::Now();
+    const absl::Status status = (*comm)->Recv(out.data(), kCount, DataType::kBFloat16, 0, nullptr,
+                                              RecvOptions{.timeout = absl::Milliseconds(300)})
+                                    .Wait(absl::Seconds(30));
+    const absl::Duration took = absl::Now() - start;
+    if (absl::Status s = internal::CommunicatorAccess::BootstrapOf(**comm).Barrier(absl::Now() + absl::Seconds(30)); !s.ok()) return s;
+    if (absl::Status s = ExpectError(status, absl::StatusCode::kDeadlineExceeded,
+                                     {"rank 1", "recv from peer 0", "timeout passed"}, "recv of a frame cut short");
+        !s.ok()) {
+      return s;
+    }
+    if (took > absl::Seconds(3)) {
+      return absl::InternalError(absl::StrCat("the 300 ms timeout fired after ", absl::FormatDuration(took)));
+    }
+    for (uint8_t byte : out) {
+      if (byte != 0xA5) return absl::InternalError("the failed receive wrote into the buffer");
+    }
+    return absl::OkStatus();
+  }));
+}
+
 TEST(PipelineErrors, BadCpuCodecThreadsFailCreation) {
   ExpectRanksSucceeded(RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
     transport::TransportOptions options = ShortTimeoutOptions();
