@@ -189,7 +189,9 @@ struct CollectiveOptions {
   uint64_t tensor_id = 0;
 };
 
-// Counters of one communicator's Send/Recv since creation, on this rank.
+// Counters of one communicator's Send/Recv since creation, on this rank. Messages, payload
+// bytes and transfer time count the calls that completed; wire bytes and transport messages
+// count what was handed to the transport.
 struct CommunicatorStats {
   uint64_t messages_sent = 0;
   uint64_t messages_received = 0;

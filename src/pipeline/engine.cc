@@ -439,11 +439,15 @@ void Engine::Loop() {
           ++it;
           continue;
         }
-        stats_.messages_sent += task.spec().schedule.sends.size();
-        stats_.messages_received += task.spec().schedule.recvs.size();
-        stats_.payload_bytes_sent += task.payload_bytes_sent();
-        stats_.payload_bytes_received += task.payload_bytes_received();
-        stats_.transfer_seconds += absl::ToDoubleSeconds(absl::Now() - task.started());
+        // What moved: a failed call (a mismatched receive, a timeout) delivered no message. The
+        // transport's counters (wire bytes, transport messages) count what was handed to it.
+        if (task.status().ok()) {
+          stats_.messages_sent += task.spec().schedule.sends.size();
+          stats_.messages_received += task.spec().schedule.recvs.size();
+          stats_.payload_bytes_sent += task.payload_bytes_sent();
+          stats_.payload_bytes_received += task.payload_bytes_received();
+          stats_.transfer_seconds += absl::ToDoubleSeconds(absl::Now() - task.started());
+        }
         {
           // Published before the caller hears of completion, so that stats() then includes it.
           absl::MutexLock lock(&mutex_);

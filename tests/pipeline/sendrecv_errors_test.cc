@@ -288,6 +288,41 @@ TEST(PipelineErrors, ARecvWhoseFramePartsNeverComeFailsAtItsTimeout) {
   }));
 }
 
+// The statistics count what moved: a receive that failed (here a mismatch) received no
+// message and no payload, and a send that failed sent none, while a send that completed counts.
+TEST(PipelineErrors, FailedOperationsAreNotCountedAsMessagesMoved) {
+  ExpectRanksSucceeded(RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
+    auto comm = CreateCommunicator(context, ShortTimeoutOptions());
+    if (!comm.ok()) return comm.status();
+    Communicator& c = **comm;
+    uint32_t word = 7;
+    if (context.rank == 0) {
+      // Small enough to complete eagerly though its receiver refuses it.
+      std::vector<uint8_t> data(400, 1);
+      if (absl::Status s = WaitOk(c.Send(data.data(), 100, DataType::kFloat32, 1, nullptr), "send"); !s.ok()) return s;
+      return WaitOk(c.Recv(&word, 1, DataType::kUint32, 1, nullptr), "recv of the word");
+    }
+    std::vector<uint8_t> out(400, 0);
+    if (absl::Status s = ExpectError(c.Recv(out.data(), 99, DataType::kFloat32, 0, nullptr).Wait(absl::Seconds(20)),
+                                     absl::StatusCode::kInvalidArgument, {"rank 1", "peer 0"}, "mismatched receive");
+        !s.ok()) {
+      return s;
+    }
+    // A bad call fails at once and is no operation either.
+    if (c.Send(nullptr, 5, DataType::kFloat32, 0, nullptr).Wait().ok()) return absl::InternalError("null send passed");
+    // Tasks finish in order on the pipeline thread: once this send is done, so is the receive.
+    if (absl::Status s = WaitOk(c.Send(&word, 1, DataType::kUint32, 0, nullptr), "send of the word"); !s.ok()) return s;
+    const CommunicatorStats stats = c.stats();
+    if (stats.messages_received != 0 || stats.payload_bytes_received != 0 || stats.messages_sent != 1 ||
+        stats.payload_bytes_sent != 4) {
+      return absl::InternalError(absl::StrCat("stats after a failed receive and one 4-byte send: received ",
+                                              stats.messages_received, " messages (", stats.payload_bytes_received,
+                                              " B), sent ", stats.messages_sent, " (", stats.payload_bytes_sent, " B)"));
+    }
+    return absl::OkStatus();
+  }));
+}
+
 TEST(PipelineErrors, BadCpuCodecThreadsFailCreation) {
   ExpectRanksSucceeded(RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
     transport::TransportOptions options = ShortTimeoutOptions();
