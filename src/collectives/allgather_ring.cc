@@ -39,9 +39,10 @@ Operation Communicator::AllGather(const void* sendbuff, void* recvbuff, size_t s
       .in_place_offset = int64_t(rank()) * int64_t(sendcount),
       .dtype = dtype,
       .world_size = size()};
-  if (absl::Status s = collectives::CheckArgs(args); !s.ok()) return Failed(s);
+  absl::Status refused = collectives::CheckArgs(args);
+  if (!refused.ok() && !collectives::Schedulable(args)) return Failed(refused);
   return Submit(collectives::MakeCall(collectives::RingAllGather(rank(), size(), sendcount, collectives::InPlace(args)),
-                                      args, stream, options));
+                                      args, stream, options, std::move(refused)));
 }
 
 }  // namespace ucclzip

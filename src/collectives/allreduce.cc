@@ -19,13 +19,14 @@ Operation Communicator::AllReduce(const void* sendbuff, void* recvbuff, size_t c
       .reduces = true,
       .op = op,
       .world_size = size()};
-  if (absl::Status s = collectives::CheckArgs(args); !s.ok()) return Failed(s);
+  absl::Status refused = collectives::CheckArgs(args);
+  if (!refused.ok() && !collectives::Schedulable(args)) return Failed(refused);
   const bool in_place = collectives::InPlace(args);
   pipeline::Schedule schedule =
       collectives::TakesSmallAlgorithm(uint64_t{count} * ElementSize(dtype), this->options().recursive_doubling_bytes)
           ? collectives::RecursiveDoublingAllReduce(rank(), size(), count, op, in_place)
           : collectives::RingAllReduce(rank(), size(), count, op, in_place);
-  return Submit(collectives::MakeCall(std::move(schedule), args, stream, options));
+  return Submit(collectives::MakeCall(std::move(schedule), args, stream, options, std::move(refused)));
 }
 
 }  // namespace ucclzip

@@ -20,13 +20,14 @@ Operation Communicator::Broadcast(const void* sendbuff, void* recvbuff, size_t c
       .dtype = dtype,
       .world_size = size(),
       .root = root};
-  if (absl::Status s = collectives::CheckArgs(args); !s.ok()) return Failed(s);
+  absl::Status refused = collectives::CheckArgs(args);
+  if (!refused.ok() && !collectives::Schedulable(args)) return Failed(refused);
   const bool in_place = collectives::InPlace(args);
   pipeline::Schedule schedule =
       collectives::TakesSmallAlgorithm(uint64_t{count} * ElementSize(dtype), this->options().tree_broadcast_bytes)
           ? collectives::BinomialTreeBroadcast(rank(), size(), count, root, in_place)
           : collectives::ChainBroadcast(rank(), size(), count, root, in_place);
-  return Submit(collectives::MakeCall(std::move(schedule), args, stream, options));
+  return Submit(collectives::MakeCall(std::move(schedule), args, stream, options, std::move(refused)));
 }
 
 }  // namespace ucclzip

@@ -20,7 +20,7 @@ std::string OperationName(int rank, pipeline::OperationKind kind, uint64_t count
 }
 
 pipeline::Call MakeCall(pipeline::Schedule schedule, const CollectiveArgs& args, cudaStream_t stream,
-                        const CollectiveOptions& options) {
+                        const CollectiveOptions& options, absl::Status refused) {
   return pipeline::Call{.schedule = std::move(schedule),
                         .input = args.send_elements > 0 ? args.sendbuff : nullptr,
                         .output = const_cast<void*>(args.recvbuff),
@@ -28,7 +28,8 @@ pipeline::Call MakeCall(pipeline::Schedule schedule, const CollectiveArgs& args,
                         .stream = stream,
                         .compression = options.compression,
                         .tensor_id = options.tensor_id,
-                        .timeout = options.timeout};
+                        .timeout = options.timeout,
+                        .refused = std::move(refused)};
 }
 
 bool InPlace(const CollectiveArgs& args) {
@@ -65,6 +66,12 @@ absl::Status CheckArgs(const CollectiveArgs& args) {
                    " B)");
   }
   return absl::OkStatus();
+}
+
+bool Schedulable(const CollectiveArgs& args) {
+  if (args.root && (*args.root < 0 || *args.root >= args.world_size)) return false;
+  if (!IsValidDataType(static_cast<uint8_t>(args.dtype))) return false;
+  return args.count <= std::numeric_limits<uint64_t>::max() / ElementSize(args.dtype) / static_cast<uint64_t>(args.world_size);
 }
 
 bool TakesSmallAlgorithm(uint64_t bytes, size_t limit) { return limit > 0 && bytes <= limit; }

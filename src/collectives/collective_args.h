@@ -36,6 +36,12 @@ struct CollectiveArgs {
 // OK, or InvalidArgument explaining what is wrong.
 absl::Status CheckArgs(const CollectiveArgs& args);
 
+// Whether a call's schedule, and so its places on its links, can be built even where CheckArgs
+// refuses it: its root is a rank, its type is one, and its sizes do not overflow. A refused call
+// that can takes its places all the same (pipeline::Call::refused), so that this rank's next
+// call pairs with its peers' next one.
+bool Schedulable(const CollectiveArgs& args);
+
 // True when sendbuff is exactly recvbuff + in_place_offset elements.
 bool InPlace(const CollectiveArgs& args);
 
@@ -46,8 +52,8 @@ std::string OperationName(int rank, pipeline::OperationKind kind, uint64_t count
 // doubling, the binomial tree) under its option's `limit` in bytes (0: never).
 bool TakesSmallAlgorithm(uint64_t bytes, size_t limit);
 
-// The engine's call for a checked collective.
+// The engine's call for a checked collective; `refused`: what CheckArgs said, where not OK.
 pipeline::Call MakeCall(pipeline::Schedule schedule, const CollectiveArgs& args, cudaStream_t stream,
-                        const CollectiveOptions& options);
+                        const CollectiveOptions& options, absl::Status refused = absl::OkStatus());
 
 }  // namespace ucclzip::collectives

@@ -69,10 +69,11 @@ Operation Communicator::Reduce(const void* sendbuff, void* recvbuff, size_t coun
       .op = op,
       .world_size = size(),
       .root = root};
-  if (absl::Status s = collectives::CheckArgs(args); !s.ok()) return Failed(s);
+  absl::Status refused = collectives::CheckArgs(args);
+  if (!refused.ok() && !collectives::Schedulable(args)) return Failed(refused);
   return Submit(collectives::MakeCall(
       collectives::ChainReduce(rank(), size(), count, op, root, is_root && collectives::InPlace(args)), args, stream,
-      options));
+      options, std::move(refused)));
 }
 
 }  // namespace ucclzip

@@ -72,10 +72,11 @@ Operation Communicator::ReduceScatter(const void* sendbuff, void* recvbuff, size
       .reduces = true,
       .op = op,
       .world_size = size()};
-  if (absl::Status s = collectives::CheckArgs(args); !s.ok()) return Failed(s);
+  absl::Status refused = collectives::CheckArgs(args);
+  if (!refused.ok() && !collectives::Schedulable(args)) return Failed(refused);
   const bool in_place = collectives::InPlace(args);
   return Submit(collectives::MakeCall(collectives::RingReduceScatter(rank(), size(), recvcount, op, in_place), args,
-                                      stream, options));
+                                      stream, options, std::move(refused)));
 }
 
 }  // namespace ucclzip

@@ -143,8 +143,14 @@ Operation Communicator::Failed(const absl::Status& status) {
 }
 
 Operation Communicator::Submit(pipeline::Call call) {
-  absl::StatusOr<pipeline::OperationSpec> spec = impl_->engine->Prepare(std::move(call));
-  if (!spec.ok()) return Failed(spec.status());
+  absl::StatusOr<pipeline::OperationSpec> spec = impl_->engine->Prepare(call);
+  // A call the engine's checks refuse on this rank takes its places on its links all the same
+  // (pipeline::Call::refused), where they can be told.
+  if (!spec.ok() && call.refused.ok()) {
+    call.refused = spec.status();
+    spec = impl_->engine->Prepare(call);
+  }
+  if (!spec.ok()) return Failed(call.refused.ok() ? spec.status() : call.refused);
   std::shared_ptr<transport::Request> request = spec->request;
   {
     absl::MutexLock lock(&impl_->group_mutex);

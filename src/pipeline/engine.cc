@@ -150,14 +150,16 @@ absl::Status Engine::EnsureDevice(int device) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<OperationSpec> Engine::Prepare(Call call) {
+absl::StatusOr<OperationSpec> Engine::Prepare(Call& call) {
   const std::string name = CallName(call, rank_);
   auto invalid = [&](auto... why) { return absl::InvalidArgumentError(absl::StrCat(name, "): ", why...)); };
   if (!IsValidDataType(static_cast<uint8_t>(call.dtype))) return invalid("invalid dtype ", static_cast<int>(call.dtype));
   const Schedule& schedule = call.schedule;
   // A Send or Recv may name this rank itself: the Communicator pairs those into copies within
   // a group (self_transfers.h); a collective's steps always go to other ranks.
-  const bool self_allowed = schedule.kind == OperationKind::kSendRecv;
+  // A refused call never becomes a copy: it only takes its places on links to other ranks.
+  const bool refused = !call.refused.ok();
+  const bool self_allowed = schedule.kind == OperationKind::kSendRecv && !refused;
   auto check_peer = [&](int peer) {
     return peer >= 0 && peer < lanes_.size() && (peer != rank_ || self_allowed);
   };
@@ -169,7 +171,9 @@ absl::StatusOr<OperationSpec> Engine::Prepare(Call call) {
     if (!check_peer(step.peer)) return invalid("peer ", step.peer, which, lanes_.size());
   }
   const bool needs_input = Uses(schedule, BufferRole::kInput), needs_output = Uses(schedule, BufferRole::kOutput);
-  if ((needs_input && call.input == nullptr) || (needs_output && call.output == nullptr)) return invalid("null buffer");
+  if (!refused && ((needs_input && call.input == nullptr) || (needs_output && call.output == nullptr))) {
+    return invalid("null buffer");
+  }
   OperationSpec spec;
   spec.block_elements = PipelineBlockElements(schedule.count, ElementSize(call.dtype), options_.pipeline_block_bytes,
                                               options_.min_pipeline_block_bytes, schedule.chain_hops);
@@ -186,6 +190,15 @@ absl::StatusOr<OperationSpec> Engine::Prepare(Call call) {
       return invalid(step.count, " elements take more than ", kMaxBlocksPerMessage, " pipeline blocks of ",
                      spec.block_elements * ElementSize(call.dtype), " bytes");
     }
+  }
+  if (refused) {
+    // Its places on its links, and nothing else: no buffer, stream or device is touched.
+    spec.dtype = call.dtype;
+    spec.description = absl::StrCat(name, ", refused)");
+    spec.request = std::make_shared<Request>(transport::CompletionCallback{}, lanes_.wait_spin());
+    spec.refused = call.refused;
+    spec.schedule = std::move(call.schedule);
+    return spec;
   }
   // Both buffers must live in the same kind of memory, on the same device.
   const absl::StatusOr<transport::PointerInfo> input_info =
@@ -212,11 +225,13 @@ absl::StatusOr<OperationSpec> Engine::Prepare(Call call) {
   spec.deadline = absl::Now() + call.timeout;
   spec.memory = pointer.type;
   spec.description = absl::StrCat(name, ", ", transport::MemoryTypeName(pointer.type), " memory)");
-  spec.schedule = std::move(call.schedule);
   const bool streamed = pointer.type == MemoryType::kDevice || call.stream != nullptr;
   // The caller waits on this request, so it busy-polls as a transport request would.
   spec.request = std::make_shared<Request>(transport::CompletionCallback{}, lanes_.wait_spin());
-  if (!streamed) return spec;
+  if (!streamed) {
+    spec.schedule = std::move(call.schedule);
+    return spec;
+  }
   if (transport::CudaDeviceCount() == 0) {
     return absl::FailedPreconditionError(absl::StrCat(name, "): a CUDA stream was given but no CUDA device is usable"));
   }
@@ -242,6 +257,7 @@ absl::StatusOr<OperationSpec> Engine::Prepare(Call call) {
     return absl::Status(status.code(), absl::StrCat(name, "): ", status.message()));
   }
   spec.stream = call.stream;
+  spec.schedule = std::move(call.schedule);
   return spec;
 }
 
@@ -271,6 +287,11 @@ void Engine::Submit(std::vector<OperationSpec> specs) {
   for (OperationSpec& spec : specs) {
     auto task = std::make_unique<OperationTask>(std::move(spec), lanes_.size());
     task->set_rank(rank_);
+    if (!task->spec().refused.ok()) {
+      task->Fail(task->spec().refused);
+      tasks.push_back(std::move(task));
+      continue;
+    }
     // Without room for the group's streams none of its calls starts: a part of a group would
     // leave its peers waiting for the rest.
     if (!room.ok()) {
@@ -301,7 +322,9 @@ void Engine::Submit(std::vector<OperationSpec> specs) {
       if (task->RecvBlocksFrom(peer) > 0 && !recv_out_of_step_[peer].ok()) task->Fail(recv_out_of_step_[peer]);
     }
     if (refused) {
-      task->spec().request->Complete(task->status());
+      // A call its own checks refused fails with their words alone.
+      const absl::Status& own = task->spec().refused;
+      task->spec().request->Complete(own.ok() ? task->status() : own);
       continue;
     }
     task->set_first_sequences(std::move(send), std::move(recv));

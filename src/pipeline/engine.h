@@ -38,6 +38,11 @@ struct Call {
   std::optional<CompressionMode> compression;  // unset: the communicator's default
   uint64_t tensor_id = 0;
   absl::Duration timeout = absl::InfiniteDuration();
+  // Not OK: the call's own checks refused it (bad arguments on this rank). It still takes its
+  // places on its links, as a call that fails later does, and fails with this status: its
+  // peers' matching calls took theirs, and this rank's next call must pair with their next
+  // one, not with the messages meant for this one.
+  absl::Status refused;
 };
 
 class Engine {
@@ -51,7 +56,9 @@ class Engine {
   Engine& operator=(const Engine&) = delete;
 
   // Checks the call, records its stream position and creates its request. Caller's thread.
-  absl::StatusOr<OperationSpec> Prepare(Call call);
+  // Takes the call's schedule only on success. A refused call (Call::refused) is checked only
+  // for what its places on its links need (type, peers, block count).
+  absl::StatusOr<OperationSpec> Prepare(Call& call);
   // Queues prepared calls; their streams then wait for them.
   void Submit(std::vector<OperationSpec> specs);
   // Completes prepared calls that will never be submitted with `why` (their streams were never

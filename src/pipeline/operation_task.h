@@ -64,6 +64,8 @@ struct OperationSpec {
   // "rank 0: send to peer 1 (1000 elements of bf16, host memory)"
   std::string description;
   std::shared_ptr<transport::Request> request;
+  // Not OK: the call was refused (Call::refused); it only takes its places on its links.
+  absl::Status refused;
 };
 
 // What tasks use of the engine; pipeline thread only.
