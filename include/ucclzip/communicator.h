@@ -312,6 +312,8 @@ class Communicator {
   struct Impl;
   Operation Submit(pipeline::Call call);
   static Operation Failed(const absl::Status& status);
+  // Failed, and within an open group also covered by GroupEnd's Operation.
+  Operation Refused(const absl::Status& status);
   explicit Communicator(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

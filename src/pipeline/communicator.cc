@@ -89,6 +89,9 @@ struct Communicator::Impl {
   struct OpenGroup {
     int depth = 0;
     std::vector<pipeline::OperationSpec> calls;
+    // Calls refused at once, whose schedule could not be told (Communicator::Refused): they
+    // take no places, but GroupEnd's Operation covers them too.
+    std::vector<std::shared_ptr<transport::Request>> refused;
   };
   absl::Mutex group_mutex;
   std::map<std::thread::id, OpenGroup> groups ABSL_GUARDED_BY(group_mutex);
@@ -142,6 +145,17 @@ Operation Communicator::Failed(const absl::Status& status) {
   return Operation({failed});
 }
 
+Operation Communicator::Refused(const absl::Status& status) {
+  auto failed = std::make_shared<transport::Request>();
+  failed->Complete(status);
+  {
+    absl::MutexLock lock(&impl_->group_mutex);
+    auto group = impl_->groups.find(std::this_thread::get_id());
+    if (group != impl_->groups.end()) group->second.refused.push_back(failed);
+  }
+  return Operation({failed});
+}
+
 Operation Communicator::Submit(pipeline::Call call) {
   absl::StatusOr<pipeline::OperationSpec> spec = impl_->engine->Prepare(call);
   // A call the engine's checks refuse on this rank takes its places on its links all the same
@@ -150,7 +164,7 @@ Operation Communicator::Submit(pipeline::Call call) {
     call.refused = spec.status();
     spec = impl_->engine->Prepare(call);
   }
-  if (!spec.ok()) return Failed(call.refused.ok() ? spec.status() : call.refused);
+  if (!spec.ok()) return Refused(call.refused.ok() ? spec.status() : call.refused);
   std::shared_ptr<transport::Request> request = spec->request;
   {
     absl::MutexLock lock(&impl_->group_mutex);
@@ -180,6 +194,7 @@ void Communicator::GroupStart() {
 
 Operation Communicator::GroupEnd() {
   std::vector<pipeline::OperationSpec> specs;
+  std::vector<std::shared_ptr<transport::Request>> requests;
   {
     absl::MutexLock lock(&impl_->group_mutex);
     auto group = impl_->groups.find(std::this_thread::get_id());
@@ -190,9 +205,9 @@ Operation Communicator::GroupEnd() {
     // As in NCCL, only the outermost GroupEnd posts the calls; an inner one has nothing to wait for.
     if (--group->second.depth > 0) return Operation();
     specs = std::move(group->second.calls);
+    requests = std::move(group->second.refused);
     impl_->groups.erase(group);
   }
-  std::vector<std::shared_ptr<transport::Request>> requests;
   for (const pipeline::OperationSpec& spec : specs) requests.push_back(spec.request);
   pipeline::PairSelfTransfers(specs, rank());
   impl_->engine->Submit(std::move(specs));

@@ -159,6 +159,49 @@ TEST(CollectiveErrors, BadArgumentsFailAtOnce) {
   }));
 }
 
+// GroupEnd's Operation covers every call of its group, a call refused at once too: a group
+// whose broadcast names no rank as its root (refused on every rank, its places untold) must not
+// report success while that broadcast never ran, nor one whose allgather's buffers overlap on
+// one rank. The group's other calls still run.
+TEST(CollectiveErrors, AGroupFailsWhereOneOfItsCallsIsRefused) {
+  ExpectRanksSucceeded(RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
+    auto comm = CreateCommunicator(context, ShortTimeoutOptions());
+    if (!comm.ok()) return comm.status();
+    Communicator& c = **comm;
+    const CollectiveCase reduce{.kind = Collective::kAllReduce, .count = 3000};
+    std::vector<uint8_t> input = CaseInput(reduce, c.size(), c.rank(), 5), output(input.size());
+    std::vector<uint8_t> other(4096);
+    c.GroupStart();
+    const Operation allreduce = c.AllReduce(input.data(), output.data(), reduce.count, reduce.dtype, reduce.op, nullptr);
+    const Operation broadcast = c.Broadcast(other.data(), other.data(), 10, DataType::kFloat32, 5, nullptr);
+    absl::Status status = c.GroupEnd().Wait(absl::Seconds(30));
+    if (absl::Status s = ExpectError(status, absl::StatusCode::kInvalidArgument,
+                                     {absl::StrCat("rank ", c.rank()), "broadcast", "root 5 is not a rank of 2"},
+                                     "the group's Operation");
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = ExpectError(broadcast.Wait(absl::Seconds(1)), absl::StatusCode::kInvalidArgument, {"root 5"},
+                                     "the broadcast's own Operation");
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = WaitOk(allreduce, "the group's allreduce"); !s.ok()) return s;
+    const std::vector<uint8_t> want = ReferenceOutput(reduce, c, 5);
+    if (absl::Status s = ExpectSameBytes(output.data(), want.data(), want.size(), "the group's allreduce"); !s.ok()) return s;
+    // A refused call whose places can be told (rank 0's allgather buffers overlap) in a group.
+    c.GroupStart();
+    if (c.rank() == 0) {
+      c.AllGather(other.data() + 4, other.data(), 10, DataType::kFloat32, nullptr);
+    } else {
+      c.AllGather(other.data(), other.data() + 2048, 10, DataType::kFloat32, nullptr);
+    }
+    status = c.GroupEnd().Wait(absl::Seconds(30));
+    if (c.rank() == 0) return ExpectError(status, absl::StatusCode::kInvalidArgument, {"rank 0", "overlaps"}, "rank 0's group");
+    return status.ok() ? absl::InternalError("rank 1's allgather succeeded without rank 0's") : absl::OkStatus();
+  }));
+}
+
 // A call that one rank's own checks refuse (here its buffers overlap) still takes its places on
 // its links, as a call that fails later does: its peers' matching calls took theirs. Otherwise
 // the rank's next call of the same shape pairs with the messages meant for the refused one,
