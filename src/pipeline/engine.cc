@@ -25,6 +25,8 @@ constexpr absl::Duration kGpuPoll = absl::Microseconds(20);
 constexpr unsigned long kTimerSlackNs = 1000;
 constexpr absl::Duration kIdleSleep = absl::Milliseconds(5);
 constexpr uint64_t kMaxBlocksPerMessage = 1u << 16;
+// Half the transport's sequences (message_tag.h): what one call may take on one link.
+constexpr uint64_t kMaxBlocksPerLink = (uint64_t{transport::kMaxSequence} + 1) / 2;
 
 // Receive blocks per peer that may hold buffers at once: device slots, or a host block's frame
 // and scratch. A ring forwards a block up to kLinkGroupBlocks places after it arrived and holds
@@ -189,6 +191,22 @@ absl::StatusOr<OperationSpec> Engine::Prepare(Call& call) {
     if (too_many_blocks(step.count)) {
       return invalid(step.count, " elements take more than ", kMaxBlocksPerMessage, " pipeline blocks of ",
                      spec.block_elements * ElementSize(call.dtype), " bytes");
+    }
+  }
+  // Every block takes a transport sequence on its link, and a call posts its receives at once:
+  // one call's blocks on a link must stay well inside the sequences' wrap (message_tag.h), or
+  // a late block would match an early one's tag.
+  std::vector<uint64_t> link_blocks(2 * lanes_.size(), 0);
+  for (const SendStep& step : schedule.sends) link_blocks[step.peer] += BlockCount(step.chunk.count, spec.block_elements);
+  for (const RecvStep& step : schedule.recvs) {
+    link_blocks[lanes_.size() + step.peer] += BlockCount(step.count, spec.block_elements);
+  }
+  for (size_t link = 0; link < link_blocks.size(); ++link) {
+    if (link_blocks[link] > kMaxBlocksPerLink) {
+      const size_t peer = link % lanes_.size();
+      return invalid(link_blocks[link], " pipeline blocks of ", spec.block_elements * ElementSize(call.dtype), " bytes ",
+                     link < lanes_.size() ? "to" : "from", " peer ", peer, ", more than the ", kMaxBlocksPerLink,
+                     " one call may have on a link");
     }
   }
   if (refused) {

@@ -159,6 +159,28 @@ TEST(CollectiveErrors, BadArgumentsFailAtOnce) {
   }));
 }
 
+// Every pipeline block takes a transport sequence on its link, and a call posts all its
+// receives at once: a call whose blocks on one link would reach round the sequences' wrap
+// (message_tag.h) would match a late block with an early one's tag. A 6-rank ring allreduce
+// of 8-byte blocks, 65 536 blocks a step, has 10 steps on each link.
+TEST(CollectiveErrors, ACallWithMoreBlocksOnALinkThanItsSequencesIsRefused) {
+  ExpectRanksSucceeded(RunRanks({.world_size = 6}, [&](const RankContext& context) -> absl::Status {
+    transport::TransportOptions options = ShortTimeoutOptions();
+    options.pipeline_block_bytes = 8;
+    options.min_pipeline_block_bytes = 8;
+    auto comm = CreateCommunicator(context, options);
+    if (!comm.ok()) return comm.status();
+    const uint64_t count = uint64_t{6} * 65536 * 4;
+    std::vector<uint8_t> in(count * 2, 1), out(count * 2);
+    return ExpectError((*comm)->AllReduce(in.data(), out.data(), count, DataType::kBFloat16, ReduceOp::kSum, nullptr)
+                           .Wait(absl::Seconds(5)),
+                       absl::StatusCode::kInvalidArgument,
+                       {absl::StrCat("rank ", context.rank), "allreduce", "655360 pipeline blocks of 8 bytes to peer",
+                        "more than the 524288"},
+                       "too many blocks on a link");
+  }));
+}
+
 // GroupEnd's Operation covers every call of its group, a call refused at once too: a group
 // whose broadcast names no rank as its root (refused on every rank, its places untold) must not
 // report success while that broadcast never ran, nor one whose allgather's buffers overlap on
