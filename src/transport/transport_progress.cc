@@ -474,8 +474,9 @@ void Transport::AbandonStuckOps(absl::Time now) {
   // UCX's until the data has landed, the peer is gone, or the worker is destroyed.
   for (auto it = active_.begin(); it != active_.end();) {
     Op& op = **it++;  // Retire erases the op's own position only
+    // Not while a staging copy runs: its block goes back to the pool with the op (Retire).
     if (op.failed_at < abandon_failed_before && (op.kind == OpKind::kSend || peers_[op.peer].gone) &&
-        !op.finished()) {
+        op.copies_in_flight == 0 && !op.finished()) {
       Retire(op, /*abandon=*/true);
     }
   }
@@ -590,6 +591,18 @@ void Transport::Retire(Op& op, bool abandon) {
   if (op.changed) std::erase(changed_, &op);
   op.listed_in_news = op.polled = op.changed = false;
   op.news = nullptr;
+  // An abandoned staged op gives its staging blocks back, as it gives the caller its buffer:
+  // UCX will neither read them (its endpoint is force-closed) nor write them (its peer is
+  // gone). Kept, they would leave the pool short for good, and a later staged op with a
+  // healthy peer would wait for a block that never comes until the timeout failed that peer.
+  if (abandon && op.staged && (op.kind == OpKind::kRecv || !peers_[op.peer].failure.ok())) {
+    StagingPath* path = (op.memory.type == MemoryType::kHost ? host_staging_ : device_staging_).get();
+    for (Block& block : op.blocks) {
+      if (block.staging == nullptr || block.stage != BlockStage::kNetwork || path == nullptr) continue;
+      (op.kind == OpKind::kSend ? path->send_pool() : path->recv_pool()).Release(block.staging);
+      block.staging = nullptr;
+    }
+  }
   std::unique_ptr<Op> owned = std::move(*op.position);
   active_.erase(op.position);
   owned->request->Complete(owned->error);

@@ -173,6 +173,57 @@ TEST_P(TransportFaults, TransfersToAnExitedPeerFailByItsExit) {
   ExpectRanksSucceeded(outcomes);
 }
 
+// A staged send to a stalled peer holds every send staging block when the peer is declared
+// failed, and UCX never gives those blocks back (a force-closed endpoint without peer error
+// handling), so the op is abandoned. Its staging blocks must return to the pool with it: a
+// later staged send to a healthy peer must not wait for a block that never comes, and so fail
+// that healthy peer after the timeout.
+TEST_P(TransportFaults, AbandonedStagedSendGivesItsStagingBlocksBack) {
+  const std::string tls = GetParam();
+  auto outcomes = RunRanks({.world_size = 3}, [&](const RankContext& context) -> absl::Status {
+    TransportOptions options = ShortTimeouts(tls);
+    options.stage_host_memory = true;
+    options.staging_pool_bytes = 2 * *options.block_bytes;  // one block per direction
+    auto communicator = CreateCommunicator(context, options);
+    if (!communicator.ok()) return communicator.status();
+    transport::Transport& transport = TransportOf(**communicator);
+    transport::Bootstrap& bootstrap = internal::CommunicatorAccess::BootstrapOf(**communicator);
+    const absl::Time deadline = absl::Now() + absl::Seconds(60);
+    std::vector<uint8_t> stalled(size_t{8} << 20, 3), message(size_t{4} << 20 | 17);
+    if (context.rank == 0) {
+      absl::Status status = transport.Send(2, stalled.data(), stalled.size(), MemoryType::kHost, OpTag{1, 0})
+                                ->Wait(absl::Now() + absl::Seconds(30));
+      if (absl::Status s = ExpectFailure(status, {"rank 0: send to peer 2", "peer 2 failed"}, "send to a stalled peer");
+          !s.ok()) {
+        return s;
+      }
+      // Longer than a failed send waits before it is abandoned.
+      std::this_thread::sleep_for(std::chrono::seconds(2));
+      if (absl::Status s = bootstrap.Send(1, 1, "go", deadline); !s.ok()) return s;
+      FillPattern(message.data(), message.size(), 5);
+      if (absl::Status s = transport.Send(1, message.data(), message.size(), MemoryType::kHost, OpTag{2, 0})
+                               ->Wait(absl::Now() + absl::Seconds(30));
+          !s.ok()) {
+        return s;
+      }
+    } else if (context.rank == 1) {
+      // Posted only now, lest the receive itself time out while rank 0 waits for peer 2.
+      if (absl::Status s = bootstrap.Recv(0, 1, deadline).status(); !s.ok()) return s;
+      if (absl::Status s = transport.Recv(0, message.data(), message.size(), MemoryType::kHost, OpTag{2, 0})
+                               ->Wait(absl::Now() + absl::Seconds(30));
+          !s.ok()) {
+        return s;
+      }
+      if (absl::Status s = VerifyPattern(message.data(), message.size(), 5, "message after the abandoned send"); !s.ok()) {
+        return s;
+      }
+    }
+    // Rank 2 stays alive (and silent) until the others are done.
+    return bootstrap.Barrier(deadline);
+  });
+  ExpectRanksSucceeded(outcomes);
+}
+
 INSTANTIATE_TEST_SUITE_P(, TransportFaults, ::testing::Values("tcp", "posix,sysv"),
                          [](const auto& info) { return info.param == "tcp" ? std::string("tcp") : std::string("shm"); });
 
