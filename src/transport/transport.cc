@@ -334,6 +334,7 @@ Transport::~Transport() {
   }
   active_.clear();
   abandoned_.clear();
+  drains_.clear();
   // The staging engines before the eventfd their copies signal: a CUDA engine's host functions
   // may write to it until its destructor has synchronised its streams.
   device_staging_.reset();

@@ -186,6 +186,12 @@ class Transport {
   void FailBrokenPeers();
   void FailPeer(int peer, const absl::Status& why);
   void CancelReceives(Op& op);
+  // A receive that failed as shorter than the sent message leaves the sender's blocks past its
+  // end unmatched: the sender would wait for them until its deadline, then declare this
+  // (healthy) rank failed. They are received into scratch memory and dropped instead, from
+  // `first_block` to the one that ends the sender's message.
+  void StartDrain(int peer, OpTag tag, uint32_t first_block);
+  bool AdvanceDrains(absl::Time now);
   void CloseEndpoint(Peer& peer, bool force);
   bool RetireFinished();
   // Completes the op's request and takes it off every list; an abandoned op is kept for UCX.
@@ -240,6 +246,19 @@ class Transport {
   // worker is destroyed.
   std::vector<std::unique_ptr<Op>> abandoned_;
   std::vector<void*> closing_;  // endpoint close requests in flight
+  struct Drain {
+    int peer = 0;
+    OpTag tag;
+    uint32_t next_block = 0;
+    absl::Time deadline;   // moves with each drained block, as an op's does
+    bool receiving = false;  // a block is in UCX, into `scratch`
+    bool landed = false;     // set by the callback
+    bool failed = false;     // set by the callback
+    bool last = false;       // the block in UCX ends the sender's message
+    std::vector<uint8_t> scratch;
+  };
+  // Kept until the worker is destroyed: a block in UCX writes into its scratch memory.
+  std::list<std::unique_ptr<Drain>> drains_;
   // Created once under staging_mutex_ (StagingPathFor), then only read until destruction: the
   // progress thread reads them without the lock for ops that StagingFor has already seen.
   absl::Mutex staging_mutex_;

@@ -42,6 +42,9 @@ struct Block {
   uint32_t copy_ticket = 0;
   // Recorded by the UCX callback.
   absl::Status network_status;
+  // A receive's block failed as too short while the sender's message goes on past it: the
+  // sender's later blocks are drained (Transport::StartDrain).
+  bool sender_continues = false;
 };
 
 enum class OpKind { kSend, kRecv };

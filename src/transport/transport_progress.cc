@@ -19,6 +19,7 @@
 #include <poll.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -82,6 +83,7 @@ void OnRecvDone(void* request, ucs_status_t status, const ucp_tag_recv_info_t* i
   if (status == UCS_OK) {
     bool sender_last = MessageTag::Unpack(info->sender_tag).last;
     bool expected_last = block.index + 1 == count;
+    block.sender_continues = !sender_last;
     if (info->length != block.bytes || sender_last != expected_last) {
       block.network_status = absl::InvalidArgumentError(absl::StrCat(
           "size mismatch: the sender's block ", block.index, " holds ", info->length, " bytes and ",
@@ -89,6 +91,7 @@ void OnRecvDone(void* request, ucs_status_t status, const ucp_tag_recv_info_t* i
           count, " blocks)"));
     }
   } else if (status == UCS_ERR_MESSAGE_TRUNCATED) {
+    block.sender_continues = !MessageTag::Unpack(info->sender_tag).last;
     block.network_status = absl::InvalidArgumentError(
         absl::StrCat("size mismatch: the sender's message is longer than the ", block.op->bytes, " bytes expected"));
   }
@@ -97,6 +100,77 @@ void OnRecvDone(void* request, ucs_status_t status, const ucp_tag_recv_info_t* i
 }
 
 }  // namespace
+
+void Transport::StartDrain(int peer, OpTag tag, uint32_t first_block) {
+  UCCLZIP_LOG(kDebug) << "rank " << rank_ << ": dropping the rest of peer " << peer << "'s message (sequence "
+                      << tag.sequence << ", stream " << tag.stream << ") from block " << first_block
+                      << ", past the end of the receive";
+  auto drain = std::make_unique<Drain>();
+  drain->peer = peer;
+  drain->tag = tag;
+  drain->next_block = first_block;
+  drain->deadline = absl::Now() + options_.op_timeout;
+  drains_.push_back(std::move(drain));
+}
+
+bool Transport::AdvanceDrains(absl::Time now) {
+  bool progressed = false;
+  for (auto it = drains_.begin(); it != drains_.end();) {
+    Drain& drain = **it;
+    if (drain.receiving) {
+      ++it;
+      continue;
+    }
+    if (drain.landed) {
+      progressed = true;
+      drain.landed = false;
+      drain.scratch = {};
+      if (drain.last) {
+        it = drains_.erase(it);
+        continue;
+      }
+      ++drain.next_block;
+      drain.deadline = now + options_.op_timeout;
+    }
+    // The sender gave up (its own deadline), or its link failed: nothing more will come.
+    if (drain.failed || now > drain.deadline || !peers_[drain.peer].failure.ok() || drain.next_block >= kMaxBlocks) {
+      it = drains_.erase(it);
+      continue;
+    }
+    ucp_tag_recv_info_t info{};
+    const uint64_t tag = MessageTag{communicator_id_, static_cast<uint32_t>(drain.peer), drain.tag, false, drain.next_block}.Pack();
+    ucp_tag_message_h message = ucp_tag_probe_nb(context_->worker(), tag, kMatchMask, /*remove=*/1, &info);
+    if (message == nullptr) {
+      ++it;
+      continue;
+    }
+    progressed = true;
+    drain.last = MessageTag::Unpack(info.sender_tag).last;
+    drain.scratch.resize(std::max<size_t>(info.length, 1));
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+    param.memory_type = UCS_MEMORY_TYPE_HOST;
+    param.user_data = &drain;
+    param.cb.recv = [](void* request, ucs_status_t status, const ucp_tag_recv_info_t*, void* user_data) {
+      auto* done = static_cast<Drain*>(user_data);
+      done->receiving = false;
+      (status == UCS_OK ? done->landed : done->failed) = true;
+      ucp_request_free(request);
+    };
+    drain.receiving = true;
+    ucs_status_ptr_t request =
+        ucp_tag_msg_recv_nbx(context_->worker(), drain.scratch.data(), info.length, message, &param);
+    if (request == nullptr) {  // completed at once, without the callback
+      drain.receiving = false;
+      drain.landed = true;
+    } else if (UCS_PTR_IS_ERR(request)) {
+      drain.receiving = false;
+      drain.failed = true;
+    }
+    // Taken (or dropped) in the next pass.
+  }
+  return progressed;
+}
 
 uint64_t Transport::TagOf(const Op& op, uint32_t block, bool last) const {
   uint32_t sender = op.kind == OpKind::kSend ? rank_ : op.peer;
@@ -114,6 +188,7 @@ void Transport::ProgressLoop() {
     work |= AdvanceChanged();
     if (!broken_peers_.empty()) FailBrokenPeers();
     const absl::Time now = absl::Now();
+    if (!drains_.empty()) work |= AdvanceDrains(now);
     SweepIfDue(now);
     WatchBootstrapConnections(now);
     work |= RetireFinished();
@@ -329,6 +404,9 @@ bool Transport::Advance(Op& op) {
       }
       op.Fail(why);
       CancelReceives(op);  // the other blocks of a failed receive would otherwise wait for the deadline
+      if (op.kind == OpKind::kRecv && absl::IsInvalidArgument(block.network_status) && block.sender_continues) {
+        StartDrain(op.peer, op.tag, block.index + 1);
+      }
     }
     if (op.kind == OpKind::kRecv && op.staged && op.error.ok()) {
       absl::StatusOr<uint32_t> ticket = path->engine().Start(op.data + block.offset, block.staging, block.bytes,
@@ -625,7 +703,9 @@ void Transport::WaitForEvents() {
   }
   // While operations are pending the thread wakes at least every millisecond, for the sweep
   // (every kSweepInterval) and to poll the copies, should a wake-up ever go missing.
-  const bool pending = !active_.empty() || !closing_.empty();
+  // A drain waits for its next block by probing (a block in UCX wakes the worker's fd itself).
+  const bool pending = !active_.empty() || !closing_.empty() ||
+                       std::any_of(drains_.begin(), drains_.end(), [](const auto& drain) { return !drain->receiving; });
   const int ready = poll(fds, count, pending ? 1 : 100);
   if (ready > 0 && (fds[0].revents & POLLIN)) {
     uint64_t wakeups = 0;

@@ -350,6 +350,68 @@ TEST(TransportFaultsTcp, SizeMismatchIsAnErrorNotATruncation) {
   ExpectRanksSucceeded(outcomes);
 }
 
+// A receive shorter than the sent message by whole blocks: the receiver fails with both sizes,
+// and the sender's blocks past the receiver's end must not wait for receives that will never be
+// posted, which would fail the send after the timeout as "no progress" and declare the healthy
+// receiver failed, breaking every later operation with it. Directly and staged.
+class ShorterReceive : public ::testing::TestWithParam<bool> {};
+
+TEST_P(ShorterReceive, SenderOfTheLongerMessageIsNotLeftWaiting) {
+  const bool staged = GetParam();
+  auto outcomes = RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
+    TransportOptions options = ShortTimeouts("tcp");
+    options.stage_host_memory = staged;
+    options.staging_pool_bytes = 2 * *options.block_bytes;
+    auto communicator = CreateCommunicator(context, options);
+    if (!communicator.ok()) return communicator.status();
+    transport::Transport& transport = TransportOf(**communicator);
+    transport::Bootstrap& bootstrap = internal::CommunicatorAccess::BootstrapOf(**communicator);
+    const size_t mb = size_t{1} << 20;
+    // (sent, expected): the receiver's last block ends where the sender's message goes on, or is
+    // shorter than the sender's block there.
+    const std::pair<size_t, size_t> cases[] = {{4 * mb, mb}, {3 * mb + 5, 2 * mb - 7}};
+    for (uint32_t i = 0; i < 2; ++i) {
+      auto [sent, expected] = cases[i];
+      if (context.rank == 0) {
+        std::vector<uint8_t> out(sent, 7);
+        const absl::Time start = absl::Now();
+        absl::Status status = transport.Send(1, out.data(), sent, MemoryType::kHost, OpTag{i, 0})
+                                  ->Wait(absl::Now() + absl::Seconds(10));
+        if (absl::Status s = WithinLimit(absl::Now() - start, absl::Seconds(1),
+                                         absl::StrCat("sending ", sent, " bytes to a receive of ", expected, " (",
+                                                      status.ToString(), ")"));
+            !s.ok()) {
+          return s;
+        }
+        continue;
+      }
+      std::vector<uint8_t> in(expected, 0);
+      absl::Status status = transport.Recv(0, in.data(), expected, MemoryType::kHost, OpTag{i, 0})
+                                ->Wait(absl::Now() + absl::Seconds(2));
+      if (absl::Status s = ExpectError(status, absl::StatusCode::kInvalidArgument,
+                                       {"rank 1: recv from peer 0", absl::StrCat(expected, " bytes"), "size mismatch"},
+                                       absl::StrCat("receiving ", expected, " of ", sent, " bytes"));
+          !s.ok()) {
+        return s;
+      }
+    }
+    // The link still works both ways.
+    const int peer = 1 - context.rank;
+    std::vector<uint8_t> out(3 * mb + 1), in(3 * mb + 1);
+    FillPattern(out.data(), out.size(), context.rank);
+    auto recv = transport.Recv(peer, in.data(), in.size(), MemoryType::kHost, OpTag{9, 0});
+    auto send = transport.Send(peer, out.data(), out.size(), MemoryType::kHost, OpTag{9, 0});
+    if (absl::Status s = WaitAll({recv, send}, absl::Now() + absl::Seconds(10)); !s.ok()) return s;
+    if (absl::Status s = VerifyPattern(in.data(), in.size(), peer, "exchange after the mismatches"); !s.ok()) return s;
+    if (absl::Status s = transport.FirstPeerFailure(); !s.ok()) return s;
+    return bootstrap.Barrier(absl::Now() + absl::Seconds(20));
+  });
+  ExpectRanksSucceeded(outcomes);
+}
+
+INSTANTIATE_TEST_SUITE_P(, ShorterReceive, ::testing::Bool(),
+                         [](const auto& info) { return std::string(info.param ? "tcp_staged" : "tcp"); });
+
 // Posts that cannot be right fail at once, saying why.
 TEST(TransportFaultsTcp, InvalidPostsFailImmediately) {
   auto outcomes = RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
