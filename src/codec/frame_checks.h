@@ -43,6 +43,10 @@ UZ_HD DecodeError CheckHeader(const Header& h, uint64_t available_bytes, uint8_t
   if (h.frame_bytes > available_bytes) return DecodeError::kTruncated;
   const Mode mode = static_cast<Mode>(h.mode);
   if (h.count > (uint64_t{1} << 48)) return DecodeError::kBadLayout;
+  // A split frame's chunk and tile counts are u32 (Layout), and its index holds offsets for at
+  // most kMaxFrameCount elements: beyond, the counts would wrap and the layout checked below
+  // describe a few chunks of a far larger frame, which would then "decode" into them alone.
+  if (h.mode != static_cast<uint8_t>(Mode::kStored) && h.count > kMaxFrameCount) return DecodeError::kBadLayout;
   const uint32_t lane_symbols = h.lane_symbols_log2 < 32 ? (1u << h.lane_symbols_log2) : 0;
   if (mode != Mode::kStored && !IsValidLaneSymbols(lane_symbols)) return DecodeError::kBadLayout;
   if (mode == Mode::kStored && h.lane_symbols_log2 != 0) return DecodeError::kBadLayout;

@@ -133,6 +133,31 @@ TEST_F(FrameCorruption, HostileSizesAreRejectedBeforeUse) {
   }
 }
 
+// A split frame of more elements than kMaxFrameCount has more chunks than the layout's u32
+// chunk count holds: at 32-symbol lanes, 2^42 + 3077 elements are 2^32 + 4 chunks, which the
+// layout took for 4. Such an fp8 frame of the constant mode is 608 bytes, passed every check
+// of that 4-chunk layout, and decoded "successfully" into the first 4096 elements alone, with
+// the rest of the output never written. No encoder writes it (PlanFrame refuses the count).
+TEST(HostileCount, ASplitFrameOfMoreChunksThanTheIndexHoldsIsRejected) {
+  const uint64_t count = (uint64_t{1} << 42) + 3 * 1024 + 5;
+  const codec::Layout layout = codec::ComputeLayout(1, true, count, codec::kMinLaneSymbols);
+  ASSERT_EQ(layout.num_chunks, 4u) << "the chunk count is expected to wrap (2^32 + 4 as u32)";
+  const codec::Header h = codec::MakeHeader(layout, static_cast<uint8_t>(DataType::kFloat8E4M3), count,
+                                            codec::Mode::kSplitConstant, 0x38);
+  std::vector<uint8_t> frame(h.frame_bytes);
+  std::memcpy(frame.data(), &h, sizeof(h));
+  ASSERT_LT(frame.size(), 1024u);
+
+  absl::StatusOr<FrameInfo> info = ReadFrameInfo(frame.data(), frame.size());
+  EXPECT_EQ(info.status().code(), absl::StatusCode::kDataLoss) << "ReadFrameInfo accepted " << (info.ok() ? info->count : 0) << " elements";
+  // Were it accepted, the decoder would write the 4 chunks it counts (4096 bytes) and stop.
+  std::vector<uint8_t> out(4 * 1024 + 64, 0xCD);
+  const absl::Status status = DecompressHost(frame.data(), frame.size(), DataType::kFloat8E4M3, out.data(), count);
+  EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
+  EXPECT_NE(status.message().find("disagree with its count"), std::string::npos) << status;
+  EXPECT_EQ(out[0], 0xCD) << "the decoder wrote the output of a frame it should refuse";
+}
+
 // A frame whose tiles have tables of their own, tile 0's among them: it lies at the start of the
 // coded area, with no chunk before it, so that a table can be rewritten there and checked alone.
 class TileCorruption : public CorruptionTest {
