@@ -170,7 +170,11 @@ Operation Communicator::Submit(pipeline::Call call) {
     absl::MutexLock lock(&impl_->group_mutex);
     auto group = impl_->groups.find(std::this_thread::get_id());
     if (group != impl_->groups.end()) {
+      // A refused call fails at once, in a group too (its queued places complete only at
+      // GroupEnd, whose Operation covers them): its own Operation is a failed one.
+      const absl::Status refused = spec->refused;
       group->second.calls.push_back(std::move(*spec));
+      if (!refused.ok()) return Failed(refused);
       return Operation({request});
     }
   }

@@ -212,14 +212,24 @@ TEST(CollectiveErrors, AGroupFailsWhereOneOfItsCallsIsRefused) {
     const std::vector<uint8_t> want = ReferenceOutput(reduce, c, 5);
     if (absl::Status s = ExpectSameBytes(output.data(), want.data(), want.size(), "the group's allreduce"); !s.ok()) return s;
     // A refused call whose places can be told (rank 0's allgather buffers overlap) in a group.
+    // Its own Operation fails at once, before GroupEnd, as it would outside a group.
     c.GroupStart();
+    absl::Status at_once;
     if (c.rank() == 0) {
-      c.AllGather(other.data() + 4, other.data(), 10, DataType::kFloat32, nullptr);
+      const Operation refused = c.AllGather(other.data() + 4, other.data(), 10, DataType::kFloat32, nullptr);
+      at_once = refused.Test() ? refused.Wait(absl::ZeroDuration()) : absl::OkStatus();
     } else {
       c.AllGather(other.data(), other.data() + 2048, 10, DataType::kFloat32, nullptr);
     }
     status = c.GroupEnd().Wait(absl::Seconds(30));
-    if (c.rank() == 0) return ExpectError(status, absl::StatusCode::kInvalidArgument, {"rank 0", "overlaps"}, "rank 0's group");
+    if (c.rank() == 0) {
+      if (absl::Status s = ExpectError(at_once, absl::StatusCode::kInvalidArgument, {"rank 0", "overlaps"},
+                                       "rank 0's refused allgather before GroupEnd");
+          !s.ok()) {
+        return s;
+      }
+      return ExpectError(status, absl::StatusCode::kInvalidArgument, {"rank 0", "overlaps"}, "rank 0's group");
+    }
     return status.ok() ? absl::InternalError("rank 1's allgather succeeded without rank 0's") : absl::OkStatus();
   }));
 }
