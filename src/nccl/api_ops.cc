@@ -54,13 +54,13 @@ absl::StatusOr<ReduceOp> OpOf(ncclRedOp_t op, const char* function) {
 using Post = absl::FunctionRef<Operation(Communicator&)>;
 
 ncclResult_t Enqueue(ncclComm* comm, cudaStream_t stream, const char* function, Post post) {
-  if (absl::Status usable = CheckUsable(comm, function); !usable.ok()) return Report(usable);
+  if (absl::Status usable = CheckUsable(comm, function); !usable.ok()) return ReportInGroup(usable);
   const bool grouped = InGroup();
   if (grouped) JoinGroup(comm, stream == nullptr);
   const Operation operation = post(*comm->communicator);
   // Argument errors fail the Operation before anything is posted.
   if (operation.Test()) {
-    if (absl::Status status = operation.Wait(absl::ZeroDuration()); !status.ok()) return Report(status);
+    if (absl::Status status = operation.Wait(absl::ZeroDuration()); !status.ok()) return ReportInGroup(status);
   }
   comm->Track(operation);
   if (grouped || stream != nullptr) return ncclSuccess;
@@ -72,7 +72,7 @@ template <typename Call>
 ncclResult_t EnqueueTyped(ncclComm* comm, cudaStream_t stream, const char* function, ncclDataType_t datatype,
                           Call call) {
   absl::StatusOr<DataType> type = TypeOf(datatype, function);
-  if (!type.ok()) return Report(type.status());
+  if (!type.ok()) return ReportInGroup(type.status());
   return Enqueue(comm, stream, function, [&](Communicator& c) { return call(c, *type); });
 }
 
@@ -80,7 +80,7 @@ template <typename Call>
 ncclResult_t EnqueueReducing(ncclComm* comm, cudaStream_t stream, const char* function, ncclDataType_t datatype,
                              ncclRedOp_t op, Call call) {
   absl::StatusOr<ReduceOp> reduce = OpOf(op, function);
-  if (!reduce.ok()) return Report(reduce.status());
+  if (!reduce.ok()) return ReportInGroup(reduce.status());
   return EnqueueTyped(comm, stream, function, datatype, [&](Communicator& c, DataType type) { return call(c, type, *reduce); });
 }
 

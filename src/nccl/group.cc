@@ -15,6 +15,7 @@ struct Group {
   std::vector<ncclComm*> comms;  // in the order they joined
   bool wait_at_end = false;
   std::vector<std::function<absl::Status()>> deferred;
+  absl::Status error;  // the first call of the group that failed at once
 };
 
 thread_local Group group;
@@ -48,6 +49,11 @@ bool GroupHolds(const ncclComm* comm) {
 
 void DeferToGroupEnd(std::function<absl::Status()> step) { group.deferred.push_back(std::move(step)); }
 
+ncclResult_t ReportInGroup(const absl::Status& status) {
+  if (InGroup()) group.error.Update(status);
+  return Report(status);
+}
+
 ncclResult_t GroupStart() {
   ++group.depth;
   return ncclSuccess;
@@ -58,7 +64,8 @@ ncclResult_t GroupEnd() {
   if (--group.depth > 0) return ncclSuccess;
   Group ended = std::move(group);
   group = Group();
-  absl::Status status = RunConcurrently(std::move(ended.deferred));
+  absl::Status status = ended.error;
+  status.Update(RunConcurrently(std::move(ended.deferred)));
   std::vector<Operation> posted;
   for (ncclComm* comm : ended.comms) {
     posted.push_back(comm->communicator->GroupEnd());

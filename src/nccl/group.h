@@ -28,6 +28,10 @@ bool GroupHolds(const ncclComm* comm);
 // group's other deferred steps.
 void DeferToGroupEnd(std::function<absl::Status()> step);
 
+// Reports a call's failure as Report does and, inside a group, keeps the group's first such
+// failure for the outermost ncclGroupEnd to return, as NCCL does (ncclGroupErrCheck).
+ncclResult_t ReportInGroup(const absl::Status& status);
+
 ncclResult_t GroupStart();
 ncclResult_t GroupEnd();
 

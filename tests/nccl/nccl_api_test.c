@@ -405,14 +405,16 @@ static int run_clique(int world) {
     CHECK(totals[r] == (float)world, "grouped allreduce on communicator %d: %g", r, totals[r]);
   }
   /* A communicator whose destruction waits for the group's end takes no more calls, and no
-   * second destruction: the group's end frees it before it posts the group's operations. */
+   * second destruction: the group's end frees it before it posts the group's operations. The
+   * refused call fails the group's end too, as in NCCL, which still destroys every one. */
   float one = 1.0f, result = 0.0f;
   NCCL_OK(ncclGroupStart());
   for (int r = 0; r < world; ++r) NCCL_OK(ncclCommDestroy(comms[r]));
   NCCL_FAILS(ncclAllReduce(&one, &result, 1, ncclFloat32, ncclSum, comms[0], NULL), ncclInvalidUsage,
              "destroyed at the end of the open group");
   NCCL_FAILS(ncclCommDestroy(comms[0]), ncclInvalidUsage, "already destroyed at the end of the open group");
-  NCCL_OK(ncclGroupEnd());
+  NCCL_FAILS(ncclGroupEnd(), ncclInvalidUsage,
+             "ncclAllReduce: the communicator is destroyed at the end of the open group");
   printf("clique of %d ranks: every check passed\n", world);
   return 0;
 }

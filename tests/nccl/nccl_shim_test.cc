@@ -4,7 +4,9 @@
 #include <nccl.h>
 #include <stdlib.h>
 
+#include <functional>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -74,6 +76,60 @@ TEST_F(NcclEnvironment, AMalformedBootstrapTimeoutLeavesTheIdUsable) {
   unsetenv("UCCLZIP_BOOTSTRAP_TIMEOUT");
   ASSERT_EQ(ncclCommInitRank(&comm, 1, id, 0), ncclSuccess) << LastError();
   EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess) << LastError();
+}
+
+// A one-rank communicator of this process, on host buffers.
+class NcclOneRank : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ncclUniqueId id;
+    ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess) << LastError();
+    ASSERT_EQ(ncclCommInitRank(&comm_, 1, id, 0), ncclSuccess) << LastError();
+  }
+  void TearDown() override {
+    if (comm_ != nullptr) EXPECT_EQ(ncclCommDestroy(comm_), ncclSuccess) << LastError();
+  }
+  ncclComm_t comm_ = nullptr;
+};
+
+// As in NCCL (ncclGroupErrCheck), a call of a group that fails its checks fails the outermost
+// ncclGroupEnd too, whichever layer refused it: a type, an operator or a comm the shim itself
+// refuses as well as a null buffer that the Communicator refuses. The others of the group are
+// still posted, and the next group starts clean.
+TEST_F(NcclOneRank, ACallRefusedInAGroupFailsItsGroupEnd) {
+  float in[4] = {1, 2, 3, 4}, out[4] = {};
+  struct Refused {
+    const char* what;
+    std::function<ncclResult_t()> call;
+    ncclResult_t result;
+  };
+  const std::vector<Refused> refusals = {
+      {"datatype 99", [&] { return ncclAllReduce(in, out, 4, static_cast<ncclDataType_t>(99), ncclSum, comm_, nullptr); },
+       ncclInvalidArgument},
+      {"reduction operator 7", [&] { return ncclAllReduce(in, out, 4, ncclFloat32, static_cast<ncclRedOp_t>(7), comm_, nullptr); },
+       ncclInvalidArgument},
+      {"ncclAllGather: comm is NULL", [&] { return ncclAllGather(in, out, 4, ncclFloat32, nullptr, nullptr); },
+       ncclInvalidArgument},
+      {"null buffer", [&] { return ncclAllReduce(nullptr, out, 4, ncclFloat32, ncclSum, comm_, nullptr); },
+       ncclInvalidArgument},
+  };
+  for (const Refused& refused : refusals) {
+    SCOPED_TRACE(refused.what);
+    ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+    ASSERT_EQ(ncclGroupStart(), ncclSuccess);  // nested: only the outermost end reports
+    EXPECT_EQ(refused.call(), refused.result);
+    EXPECT_TRUE(absl::StrContains(LastError(), refused.what)) << LastError();
+    EXPECT_EQ(ncclAllReduce(in, out, 4, ncclFloat32, ncclSum, comm_, nullptr), ncclSuccess) << LastError();
+    EXPECT_EQ(ncclGroupEnd(), ncclSuccess) << LastError();
+    EXPECT_EQ(ncclGroupEnd(), refused.result);
+    EXPECT_TRUE(absl::StrContains(LastError(), refused.what)) << LastError();
+    EXPECT_EQ(out[3], 4.0f);  // the group's valid call ran
+    out[3] = 0;
+    ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+    EXPECT_EQ(ncclAllReduce(in, out, 4, ncclFloat32, ncclSum, comm_, nullptr), ncclSuccess) << LastError();
+    EXPECT_EQ(ncclGroupEnd(), ncclSuccess) << LastError();
+    EXPECT_EQ(out[3], 4.0f);
+  }
 }
 
 }  // namespace
