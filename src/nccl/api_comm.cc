@@ -68,6 +68,7 @@ ncclResult_t InitRank(ncclComm_t* comm, int nranks, const ncclUniqueId& id, int 
     raw->creating = true;
     DeferToGroupEnd([raw, nranks, id, rank] {
       absl::Status status = Create(raw, nranks, id, rank);
+      raw->creation_failure = status;
       raw->creating = false;
       return status;
     });

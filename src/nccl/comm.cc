@@ -9,6 +9,7 @@ void ncclComm::Track(const ucclzip::Operation& operation) {
 }
 
 absl::Status ncclComm::AsyncError() {
+  if (!creation_failure.ok()) return creation_failure;
   absl::MutexLock lock(&mutex_);
   ForgetCompletedLocked();
   return async_error_;

@@ -21,10 +21,14 @@ struct ncclComm {
   bool creating = false;    // its creation waits for the end of the open group
   bool destroying = false;  // its destruction waits for the end of the open group
   int cuda_device = -1;  // -1 where no CUDA device is usable
+  // Why its creation at the end of a group failed (OK otherwise): its async error from then on,
+  // as NCCL's for a non-blocking communicator. Set before that group's ncclGroupEnd returns.
+  absl::Status creation_failure;
 
   // Remembers an operation until it completes; its failure becomes the async error.
   void Track(const ucclzip::Operation& operation);
-  // The first failure among the tracked operations (OK if none failed so far).
+  // Its creation's failure, else the first failure among the tracked operations (OK if none
+  // failed so far).
   absl::Status AsyncError();
   // Waits up to `timeout` for every tracked operation.
   void WaitForAll(absl::Duration timeout);

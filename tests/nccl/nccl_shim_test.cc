@@ -4,7 +4,9 @@
 #include <nccl.h>
 #include <stdlib.h>
 
+#include <cstring>
 #include <functional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -130,6 +132,31 @@ TEST_F(NcclOneRank, ACallRefusedInAGroupFailsItsGroupEnd) {
     EXPECT_EQ(ncclGroupEnd(), ncclSuccess) << LastError();
     EXPECT_EQ(out[3], 4.0f);
   }
+}
+
+// A non-blocking communicator created in a group whose creation fails: NCCL sets the failure
+// as the communicator's async error (ncclCommSetAsyncError for !config.blocking), which is
+// what a program that polls ncclCommGetAsyncError after ncclGroupEnd reads. Here the id is
+// not one of ncclGetUniqueId's, so the creation fails at the group's end.
+TEST(NcclAsyncError, ACommunicatorWhoseCreationFailedInAGroupReportsIt) {
+  ncclUniqueId id;
+  std::memset(&id, 0, sizeof(id));
+  ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+  config.blocking = 0;
+  ncclComm_t comm = nullptr;
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ASSERT_EQ(ncclCommInitRankConfig(&comm, 1, id, 0, &config), ncclSuccess) << LastError();
+  ASSERT_NE(comm, nullptr);
+  const ncclResult_t created = ncclGroupEnd();
+  ASSERT_NE(created, ncclSuccess);
+  ASSERT_NE(created, ncclInProgress);
+  const std::string why = LastError();
+  ncclResult_t async_error = ncclSuccess;
+  EXPECT_EQ(ncclCommGetAsyncError(comm, &async_error), ncclSuccess);
+  EXPECT_EQ(async_error, created) << "the async error of a communicator whose creation failed with " << why;
+  int count = 0;
+  EXPECT_EQ(ncclCommCount(comm, &count), ncclInvalidUsage);
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess) << LastError();
 }
 
 }  // namespace
