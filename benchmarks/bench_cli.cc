@@ -10,6 +10,8 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/match.h"
 #include "ucclzip/communicator.h"
 
 ABSL_FLAG(std::string, dtype, "bf16", "element type: bf16|fp16|fp32|fp8e4m3|fp8e5m2|raw|int32|...");
@@ -145,6 +147,46 @@ std::string CompressFlag(const char* fallback) {
 }
 int RootFlag() { return FirstSet<int>({absl::GetFlag(FLAGS_r), absl::GetFlag(FLAGS_root)}, 0); }
 bool CheckFlag() { return FirstSet<int>({absl::GetFlag(FLAGS_c), absl::GetFlag(FLAGS_check)}, 1) != 0; }
+
+absl::Status CheckSweepFlags(uint64_t min_bytes, uint64_t max_bytes) {
+  if (min_bytes > max_bytes) {
+    return absl::InvalidArgumentError(absl::StrCat("-b ", min_bytes, " is larger than -e ", max_bytes));
+  }
+  if (const double factor = StepFactor(); !(factor >= 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("-f ", factor, " is not a factor of 1 or more"));
+  }
+  if (Iterations() < 1) return absl::InvalidArgumentError(absl::StrCat("-n ", Iterations(), " is not at least 1"));
+  if (WarmupIterations() < 0) {
+    return absl::InvalidArgumentError(absl::StrCat("-w ", WarmupIterations(), " is not at least 0"));
+  }
+  for (const std::optional<int>& check : {absl::GetFlag(FLAGS_c), absl::GetFlag(FLAGS_check)}) {
+    if (check && *check != 0 && *check != 1) {
+      return absl::InvalidArgumentError(absl::StrCat("-c ", *check, " is not 0 or 1"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckGivenFlags(const std::string& subcommand, const std::vector<std::string>& flags,
+                             const std::vector<std::string>& known, const std::vector<std::string>& args) {
+  const auto listed = [](const std::vector<std::string>& names, absl::string_view name) {
+    return std::find(names.begin(), names.end(), name) != names.end();
+  };
+  std::vector<std::string> ignored;
+  for (absl::string_view arg : args) {
+    if (arg == "--") break;  // what follows is no flag
+    if (arg.size() < 2 || arg[0] != '-') continue;
+    arg.remove_prefix(arg[1] == '-' ? 2 : 1);
+    absl::string_view name = arg.substr(0, arg.find('='));
+    if (!listed(known, name) && absl::StartsWith(name, "no")) name.remove_prefix(2);  // --nojson
+    if (!listed(known, name) || listed(flags, name)) continue;
+    const std::string shown = absl::StrCat(name.size() == 1 ? "-" : "--", name);
+    if (!listed(ignored, shown)) ignored.push_back(shown);
+  }
+  if (ignored.empty()) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(subcommand, " does not read ", absl::StrJoin(ignored, ", "), " (",
+                                                 subcommand, " --help lists its flags)"));
+}
 
 std::vector<std::string> SharedFlags(std::initializer_list<FlagGroup> groups, std::vector<std::string> own) {
   for (FlagGroup group : groups) {

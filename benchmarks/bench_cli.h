@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/flags/declare.h"
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
@@ -45,6 +46,19 @@ std::string ReduceOpFlag();
 std::string CompressFlag(const char* fallback);
 int RootFlag();
 bool CheckFlag();
+
+// nccl-tests' sweep checked as nccl_driver checks it: -b at most -e (the subcommand's
+// `min_bytes` and `max_bytes`, resolved), -f a factor of 1 or more, -n at least 1, -w at least
+// 0, -c 0 or 1. A sweep that would measure nothing, or numbers of no iterations, is refused
+// rather than run.
+absl::Status CheckSweepFlags(uint64_t min_bytes, uint64_t max_bytes);
+
+// Refuses a flag of `args` (the command line, "-x", "--name", "--name=value" or "--noname")
+// that `subcommand` does not read (`flags`, its list) but another subcommand does (`known`, every
+// subcommand's flags): it would otherwise be ignored without a word (weightsync -d fp16 measured
+// bf16, sendrecv -c 0 still checked).
+absl::Status CheckGivenFlags(const std::string& subcommand, const std::vector<std::string>& flags,
+                             const std::vector<std::string>& known, const std::vector<std::string>& args);
 
 // The flags above in groups, for the list of flags a subcommand registers (bench_registry.h):
 //   kMeasure       --dtype --dist --iters --warmup --warmup_ms --json

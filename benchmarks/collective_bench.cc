@@ -291,6 +291,10 @@ absl::Status RunRank() {
 
 int CollectiveMain(const CollectiveBench& bench) {
   g_bench = &bench;
+  if (absl::Status sweep = CheckSweepFlags(MinBytes(kDefaultMinBytes), MaxBytes(kDefaultMaxBytes)); !sweep.ok()) {
+    std::fprintf(stderr, "%s: %s\n", testing::CollectiveName(bench.kind), std::string(sweep.message()).c_str());
+    return 2;
+  }
   return RunRankOrLaunch(testing::CollectiveName(bench.kind), absl::GetFlag(FLAGS_ranks), RunRank);
 }
 

@@ -363,6 +363,12 @@ absl::Status RunRank() {
 }
 
 int SendRecvMain(const std::vector<std::string>&) {
+  if (absl::Status sweep = CheckSweepFlags(MinBytes(absl::GetFlag(FLAGS_min_bytes).bytes),
+                                           MaxBytes(absl::GetFlag(FLAGS_max_bytes).bytes));
+      !sweep.ok()) {
+    std::fprintf(stderr, "sendrecv: %s\n", std::string(sweep.message()).c_str());
+    return 2;
+  }
   return RunRankOrLaunch("sendrecv", absl::GetFlag(FLAGS_ranks), RunRank);
 }
 
