@@ -10,7 +10,7 @@
 //   busbw = algbw x factor: allreduce 2(n-1)/n; allgather and reducescatter (n-1)/n; broadcast
 //         and reduce 1.
 //   ratio: user bytes over wire bytes of what every rank sent in that mode.
-//   #wrong: with -c 1, each mode runs once more into a cleared buffer, whose elements are
+//   #wrong: N/A (JSON null) with -c 0, where nothing is compared; with -c 1, each mode runs once more into a cleared buffer, whose elements are
 //         compared bit for bit with the reference computed on the CPU in the documented order (a reduce's root only).
 //   --in_place: nccl-tests' in-place placement, one buffer for input and output (allgather's
 //         input at the rank's chunk of the output, reducescatter's output at the rank's chunk of
@@ -259,23 +259,25 @@ absl::Status RunRank() {
       wrong += r.wrong;
       const char* redop = testing::Reduces(kind) ? ReduceOpName(*op) : "none";
       const int shown_root = testing::HasRoot(kind) ? root : -1;
+      // With -c 0 nothing was compared: nccl-tests prints N/A, not a count of 0 (JSON: null).
+      const std::string shown_wrong = check ? absl::StrCat(r.wrong) : "null";
       if (json) {
         std::printf("{\"bench\":\"%s\",\"size\":%llu,\"count\":%llu,\"type\":\"%s\",\"redop\":\"%s\",\"root\":%d,"
-                    "\"compress\":\"%s\",\"time_us\":%.2f,\"algbw_GBps\":%.4f,\"busbw_GBps\":%.4f,\"wrong\":%llu,"
+                    "\"compress\":\"%s\",\"time_us\":%.2f,\"algbw_GBps\":%.4f,\"busbw_GBps\":%.4f,\"wrong\":%s,\"check\":%d,"
                     "\"ratio\":%.4f,\"vs_first\":%.4f,\"first\":\"%s\",\"ranks\":%d,\"memory\":\"%s\",\"tls\":\"%s\","
                     "\"dist\":\"%s\",\"pipeline_block\":%zu,\"min_pipeline_block\":%zu,\"path\":\"%s\",\"codec_us\":%.1f,\"codec_block_us\":%.1f,"
                     "\"in_place\":%d,\"recursive_doubling\":%zu,\"tree_broadcast\":%zu}\n",
                     name, static_cast<unsigned long long>(size), static_cast<unsigned long long>(shape.count),
                     DataTypeName(*dtype), redop, shown_root, CompressionName((*modes)[m]), r.time_us, algbw, busbw,
-                    static_cast<unsigned long long>(r.wrong), r.ratio, vs_first, CompressionName((*modes)[0]), world,
+                    shown_wrong.c_str(), check ? 1 : 0, r.ratio, vs_first, CompressionName((*modes)[0]), world,
                     memory.c_str(), tls.c_str(), dist->Name().c_str(), comm.options().pipeline_block_bytes,
                     comm.options().min_pipeline_block_bytes, PathName(comm, device), r.codec_us, r.codec_block_us, in_place ? 1 : 0,
                     comm.options().recursive_doubling_bytes, comm.options().tree_broadcast_bytes);
       } else {
-        std::printf("%12llu %12llu %8s %6s %5d %8s %11.1f %11.3f %11.3f %7llu %7.3f %7.3fx\n",
+        std::printf("%12llu %12llu %8s %6s %5d %8s %11.1f %11.3f %11.3f %7s %7.3f %7.3fx\n",
                     static_cast<unsigned long long>(size), static_cast<unsigned long long>(shape.count),
                     DataTypeName(*dtype), redop, shown_root, CompressionName((*modes)[m]), r.time_us, algbw, busbw,
-                    static_cast<unsigned long long>(r.wrong), r.ratio, vs_first);
+                    check ? shown_wrong.c_str() : "N/A", r.ratio, vs_first);
       }
     }
     std::fflush(stdout);
