@@ -244,10 +244,10 @@ absl::Status RunRank() {
     const double median = Median(times[m]);
     const double ratio = wire[m] > 0 ? payload[m] / wire[m] : 1;
     if (absl::GetFlag(FLAGS_json)) {
-      std::printf("{\"bench\":\"weightsync\",\"tensors\":%zu,\"bytes\":%llu,\"receivers\":%d,\"fanout\":\"%s\","
+      std::printf("{\"bench\":\"weightsync\",\"tensors\":%zu,\"bytes\":%llu,\"type\":\"%s\",\"receivers\":%d,\"fanout\":\"%s\","
                   "\"memory\":\"%s\",\"tls\":\"%s\",\"compress\":\"%s\",\"time_s\":%.4f,\"vs_first\":%.4f,"
                   "\"first\":\"%s\",\"ratio\":%.4f,\"wrong\":%llu}\n",
-                  model->size(), static_cast<unsigned long long>(total_bytes), comm.size() - 1, fanout.c_str(),
+                  model->size(), static_cast<unsigned long long>(total_bytes), DataTypeName(*dtype), comm.size() - 1, fanout.c_str(),
                   device ? "device" : "host", tls, CompressionName(m), median, first / median,
                   CompressionName(modes[0]), ratio, static_cast<unsigned long long>(wrong[m]));
     } else {
