@@ -19,6 +19,7 @@
 // Public API only: the ranks exchange their timings through the collectives themselves.
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -243,9 +244,15 @@ absl::Status RunRank() {
   int sizes = 0;
   uint64_t wrong = 0;
   const uint64_t max_bytes = MaxBytes(kDefaultMaxBytes);
+  // Sizes that round down to the count of the size before them (whole elements, a multiple of
+  // the ranks) are that size again: measured once, so that no row is repeated and weighs twice
+  // in the average.
+  std::optional<uint64_t> last_count;
   for (uint64_t bytes = MinBytes(kDefaultMinBytes); bytes <= max_bytes; bytes = NextSize(bytes)) {
     const CollectiveShape shape{kind,  *dtype, *op, CountOf(*g_bench, bytes, *dtype, world),
                                 root,  world,  comm.options().recursive_doubling_bytes};
+    if (last_count == shape.count) continue;
+    last_count = shape.count;
     absl::StatusOr<std::vector<ModeResult>> results = MeasureSize(comm, shape, device, in_place, *modes, *dist, check);
     if (!results.ok()) return results.status();
     ++sizes;

@@ -341,7 +341,10 @@ absl::Status RunRank() {
   const uint64_t min_bytes = MinBytes(absl::GetFlag(FLAGS_min_bytes).bytes);
   const uint64_t max_bytes = MaxBytes(absl::GetFlag(FLAGS_max_bytes).bytes);
   uint64_t wrong = 0;
+  uint64_t last_count = 0;  // sizes of the same whole elements as the size before: measured once
   for (uint64_t bytes = std::max<uint64_t>(min_bytes, ElementSize(*dtype)); bytes <= max_bytes; bytes = NextSize(bytes)) {
+    if (bytes / ElementSize(*dtype) == last_count) continue;
+    last_count = bytes / ElementSize(*dtype);
     absl::StatusOr<std::vector<ModeResult>> results = MeasureSize(comm, *pattern, bytes, *dtype, *dist, device, *modes);
     if (!results.ok()) return results.status();
     if (!report) continue;
