@@ -79,7 +79,7 @@ run_path() {
     for dist in gaussian:0.02 random-bytes; do
       tagged "\"path_name\":\"$path\",\"tls_name\":\"$name\"" "$OUT/auto-$path-$name-${dist%%:*}" -- \
         sendrecv --ranks 2 --memory "$memory" --tls "$t" --pattern oneway --compress off,on,auto --dist "$dist" \
-        -b 16M -e 256M -f 16 --iters "$iters" --warmup 3 --latency_iters 0 -c 1
+        -b 16M -e 256M -f 16 --iters "$iters" --warmup 3 --latency_iters 0
     done
     tagged "\"path_name\":\"$path\",\"tls_name\":\"$name\"" "$OUT/auto-$path-$name-weightsync" -- \
       weightsync --ranks 2 --memory "$memory" --tls "$t" --compress off,on,auto --layers 2 --vocab 32000 \
