@@ -313,6 +313,13 @@ TEST(TransportFaultsTcp, NothingLandsInAFailedReceiveAfterItCompletes) {
   ExpectRanksSucceeded(outcomes);
 }
 
+// A receive of `expected` bytes that rank 0 sent `sent` to fails naming its size and the mismatch.
+absl::Status ExpectSizeMismatch(const absl::Status& status, size_t expected, size_t sent) {
+  return ExpectError(status, absl::StatusCode::kInvalidArgument,
+                     {"rank 1: recv from peer 0", absl::StrCat(expected, " bytes"), "size mismatch"},
+                     absl::StrCat("receiving ", expected, " of ", sent, " bytes"));
+}
+
 // A receive that expects another size than was sent fails with both sizes, and never writes
 // past its buffer.
 TEST(TransportFaultsTcp, SizeMismatchIsAnErrorNotATruncation) {
@@ -335,12 +342,7 @@ TEST(TransportFaultsTcp, SizeMismatchIsAnErrorNotATruncation) {
       std::vector<uint8_t> in(expected + 64, 0);
       absl::Status status = transport.Recv(0, in.data(), expected, MemoryType::kHost, OpTag{i, 0})
                                 ->Wait(absl::Now() + absl::Seconds(2));
-      if (absl::Status s = ExpectError(status, absl::StatusCode::kInvalidArgument,
-                                       {"rank 1: recv from peer 0", absl::StrCat(expected, " bytes"), "size mismatch"},
-                                       absl::StrCat("receiving ", expected, " of ", sent, " bytes"));
-          !s.ok()) {
-        return s;
-      }
+      if (absl::Status s = ExpectSizeMismatch(status, expected, sent); !s.ok()) return s;
       for (size_t b = expected; b < in.size(); ++b) {
         if (in[b] != 0) return absl::DataLossError(absl::StrCat("byte ", b, " past the receive buffer was written"));
       }
@@ -388,12 +390,7 @@ TEST_P(ShorterReceive, SenderOfTheLongerMessageIsNotLeftWaiting) {
       std::vector<uint8_t> in(expected, 0);
       absl::Status status = transport.Recv(0, in.data(), expected, MemoryType::kHost, OpTag{i, 0})
                                 ->Wait(absl::Now() + absl::Seconds(2));
-      if (absl::Status s = ExpectError(status, absl::StatusCode::kInvalidArgument,
-                                       {"rank 1: recv from peer 0", absl::StrCat(expected, " bytes"), "size mismatch"},
-                                       absl::StrCat("receiving ", expected, " of ", sent, " bytes"));
-          !s.ok()) {
-        return s;
-      }
+      if (absl::Status s = ExpectSizeMismatch(status, expected, sent); !s.ok()) return s;
     }
     // The link still works both ways.
     const int peer = 1 - context.rank;
