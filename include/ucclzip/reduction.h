@@ -5,8 +5,9 @@
 // bf16, fp16 and fp8 are widened to fp32 exactly, combined in fp32 and rounded once to
 // nearest even (fp8 e4m3 saturates at +-448; the other types overflow to infinity); fp32 and
 // fp64 combine in their own type; any NaN result is the type's canonical quiet NaN; min and
-// max return NaN if either operand is, and the received operand on ties; integers wrap, and
-// avg's division truncates towards zero.
+// max return NaN if either operand is, and order -0 below +0 (IEEE 754-2019's minimum and
+// maximum), so that every operator gives the same bits with its operands swapped; integers
+// wrap, and avg's division truncates towards zero.
 #pragma once
 
 #include <cuda_runtime_api.h>

@@ -14,6 +14,7 @@
 #include "gpu_test.h"
 #include "pipeline/reduce.h"
 #include "tensor_gen.h"
+#include "ucclzip/reduction.h"
 
 namespace ucclzip::pipeline {
 namespace {
@@ -191,6 +192,24 @@ TEST(Reduce, EveryOperatorGivesTheSameBitsWithItsOperandsSwapped) {
   for (auto [a, b] : {std::pair{0x00000000u, 0x80000000u}, std::pair{0x80000000u, 0x00000000u}}) {
     EXPECT_EQ(one(ReduceOp::kMin, a, b), 0x80000000u);  // -0
     EXPECT_EQ(one(ReduceOp::kMax, a, b), 0x00000000u);  // +0
+  }
+}
+
+// The public ReduceOnHost (ucclzip/reduction.h) on a tie of signed zeros: min gives -0 and max
+// +0 whichever operand was received, as the header says (not "the received operand").
+TEST(Reduce, PublicReduceOnHostOrdersSignedZerosWhicheverOperandIsReceived) {
+  auto one = [](DataType dtype, ReduceOp op, uint32_t received, uint32_t local) {
+    uint32_t out = 0;
+    ReduceOnHost(dtype, op, &received, &local, &out, 1);
+    return out;
+  };
+  for (auto [received, local] : {std::pair{0x00000000u, 0x80000000u}, std::pair{0x80000000u, 0x00000000u}}) {
+    EXPECT_EQ(one(DataType::kFloat32, ReduceOp::kMin, received, local), 0x80000000u);
+    EXPECT_EQ(one(DataType::kFloat32, ReduceOp::kMax, received, local), 0x00000000u);
+  }
+  for (auto [received, local] : {std::pair{0x0000u, 0x8000u}, std::pair{0x8000u, 0x0000u}}) {
+    EXPECT_EQ(one(DataType::kBFloat16, ReduceOp::kMin, received, local) & 0xFFFF, 0x8000u);
+    EXPECT_EQ(one(DataType::kBFloat16, ReduceOp::kMax, received, local) & 0xFFFF, 0x0000u);
   }
 }
 
