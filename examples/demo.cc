@@ -11,6 +11,7 @@
 #include <string>
 
 #include "example_support.h"
+#include "ucclzip/reduction.h"
 
 namespace {
 
@@ -82,6 +83,44 @@ class Buffer {
   void* data_ = nullptr;
 };
 
+// The bits a bf16 sum allreduce of `inputs` (rank r's at r) returns, in the fixed order of
+// docs/COLLECTIVES.md: recursive doubling up to `recursive_doubling_bytes`, else the ring, whose
+// near-equal chunks (the first count % n one element longer) are combined from rank c+1 round
+// to rank c, each hop as received op local.
+std::vector<uint16_t> ExpectedSum(const std::vector<std::vector<uint16_t>>& inputs, size_t recursive_doubling_bytes) {
+  const int n = static_cast<int>(inputs.size());
+  const size_t count = inputs[0].size();
+  auto combine = [&](const uint16_t* received, const uint16_t* local, uint16_t* out, size_t elements) {
+    ucclzip::ReduceOnHost(DataType::kBFloat16, ucclzip::ReduceOp::kSum, received, local, out, elements);
+  };
+  if (recursive_doubling_bytes > 0 && count * 2 <= recursive_doubling_bytes) {
+    int powers = 1;
+    while (powers * 2 <= n) powers *= 2;
+    const int rem = n - powers;
+    std::vector<std::vector<uint16_t>> values;
+    for (int r = 0; r < n; ++r) {
+      if (r < 2 * rem && r % 2 == 0) continue;
+      values.push_back(inputs[r]);
+      if (r < 2 * rem) combine(inputs[r - 1].data(), inputs[r].data(), values.back().data(), count);
+    }
+    for (int bit = 1; bit < powers; bit <<= 1) {
+      std::vector<std::vector<uint16_t>> next = values;
+      for (int v = 0; v < powers; ++v) combine(values[v ^ bit].data(), values[v].data(), next[v].data(), count);
+      values = std::move(next);
+    }
+    return values[0];
+  }
+  std::vector<uint16_t> out(count);
+  size_t first = 0;
+  for (int owner = 0; owner < n; ++owner) {
+    const size_t chunk = count / n + (size_t(owner) < count % n ? 1 : 0);
+    std::copy_n(inputs[(owner + 1) % n].begin() + first, chunk, out.begin() + first);
+    for (int k = 2; k <= n; ++k) combine(&out[first], &inputs[(owner + k) % n][first], &out[first], chunk);
+    first += chunk;
+  }
+  return out;
+}
+
 // One rank's counters over the measured iterations of one operation and mode.
 struct Tally {
   uint64_t payload_bytes = 0, wire_bytes = 0, blocks_compressed = 0, blocks_bypassed = 0, nanoseconds = 0;
@@ -118,7 +157,8 @@ class Demo {
     const int left = (rank + size - 1) % size, right = (rank + 1) % size;
     std::vector<uint16_t> gathered;
     for (const auto& part : inputs_) gathered.insert(gathered.end(), part.begin(), part.end());
-    std::vector<uint16_t> reduced;  // the uncompressed allreduce's bits, which every mode must give
+    // The allreduce's bits in its fixed order, which every mode must give.
+    const std::vector<uint16_t> reduced = ExpectedSum(inputs_, comm_.options().recursive_doubling_bytes);
     const Case cases[] = {
         {"send/recv", count_, 1.0, &inputs_[left],
          [&](const ucclzip::CollectiveOptions& options) {
@@ -147,7 +187,6 @@ class Demo {
         const std::vector<Tally> tallies = Measure(c, mode);
         std::vector<uint16_t> got = output_.Download();
         got.resize(c.result_elements);
-        if (c.expected == &reduced && mode == CompressionMode::kOff) reduced = got;
         if (auto wrong = std::mismatch(got.begin(), got.end(), c.expected->begin()); wrong.first != got.end()) {
           std::fprintf(stderr, "rank %d: %s with compression %s: element %zu is 0x%04x, expected 0x%04x\n", rank,
                        c.name, ModeName(mode), static_cast<size_t>(wrong.first - got.begin()), *wrong.first,
