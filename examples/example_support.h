@@ -47,6 +47,14 @@ inline std::vector<uint16_t> GaussianBf16(size_t count, float sigma, uint64_t se
   return out;
 }
 
+// The float a bf16's bits stand for (exactly: bf16 is float's upper half).
+inline float Bf16ToFloat(uint16_t bits) {
+  const uint32_t wide = uint32_t{bits} << 16;
+  float x;
+  std::memcpy(&x, &wide, 4);
+  return x;
+}
+
 // A flag's text from argv: "--name=value", else `fallback`.
 inline const char* TextFlag(int argc, char** argv, const char* name, const char* fallback) {
   const size_t length = std::strlen(name);
