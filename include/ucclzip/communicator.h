@@ -97,9 +97,13 @@ struct CommunicatorOptions {
   // cores, no polling below that.
   std::optional<absl::Duration> wait_spin;
 
-  // Whether an operation on a stream holds that stream (NCCL's semantics): later work queued
-  // on it waits until the operation is done. When false the stream is not held: the caller must
-  // Wait() on the returned Operation before the stream touches the outputs or reuses an input.
+  // Whether an operation on a stream keeps NCCL's stream order: later work queued on it waits
+  // until the operation is done. The stream itself waits where device memory is staged; where
+  // UCX moves CUDA memory itself (device_memory_direct()), or no stream can be held (too few
+  // hardware queues, CUDA MPS), the call instead returns only once the operation is done, since
+  // a held stream could hang it there (docs/PIPELINE.md, "Stream order"). When false the stream
+  // is not held: the caller must Wait() on the returned Operation before the stream touches the
+  // outputs or reuses an input.
   // That is for tools that synchronise the whole device after every kernel launch, such as
   // compute-sanitizer's memcheck: a held stream waits for the pipeline, whose next kernel
   // launch waits for the device to drain, so neither ever finishes.

@@ -201,11 +201,12 @@ absl::StatusOr<OperationSpec> Engine::Prepare(Call& call) {
   for (const RecvStep& step : schedule.recvs) {
     link_blocks[lanes_.size() + step.peer] += BlockCount(step.count, spec.block_elements);
   }
+  const size_t world = lanes_.size();
   for (size_t link = 0; link < link_blocks.size(); ++link) {
     if (link_blocks[link] > kMaxBlocksPerLink) {
-      const size_t peer = link % lanes_.size();
+      const size_t peer = link % world;
       return invalid(link_blocks[link], " pipeline blocks of ", spec.block_elements * ElementSize(call.dtype), " bytes ",
-                     link < lanes_.size() ? "to" : "from", " peer ", peer, ", more than the ", kMaxBlocksPerLink,
+                     link < world ? "to" : "from", " peer ", peer, ", more than the ", kMaxBlocksPerLink,
                      " one call may have on a link");
     }
   }
@@ -260,14 +261,11 @@ absl::StatusOr<OperationSpec> Engine::Prepare(Call& call) {
   }
   if (absl::Status s = EnsureDevice(device); !s.ok()) return absl::Status(s.code(), absl::StrCat(name, "): ", s.message()));
   HeldStreams& held_streams = HeldStreams::ForDevice(device);
-  if (options_.hold_caller_stream && pointer.type == MemoryType::kDevice) {
-    if (absl::Status s = held_streams.CheckCanHold(); !s.ok()) {
-      return absl::Status(s.code(), absl::StrCat(name, "): ", s.message()));
-    }
-  }
+  spec.stream_order = ChooseStreamOrder(options_.hold_caller_stream, !lanes_.Stages(MemoryType::kDevice), pointer.type,
+                                        held_streams.capacity());
   // A held call on host memory needs none of the pipeline's GPU work, so with too few queues to
-  // count it (no device call can be in flight then) it is held uncounted.
-  if (options_.hold_caller_stream && held_streams.capacity() > 0) spec.held_streams = &held_streams;
+  // count it (no device call is held then) it is held uncounted.
+  if (spec.stream_order == StreamOrder::kHoldStream && held_streams.capacity() > 0) spec.held_streams = &held_streams;
   absl::Status status = CudaStatus(cudaEventCreateWithFlags(&spec.input_ready, cudaEventDisableTiming), "creating an event");
   if (status.ok()) status = CudaStatus(cudaEventRecord(spec.input_ready, call.stream), "recording on the caller's stream");
   if (!status.ok()) {
@@ -289,7 +287,9 @@ void Engine::Discard(std::vector<OperationSpec> specs, const absl::Status& why) 
 void Engine::Submit(std::vector<OperationSpec> specs) {
   // The group's streams to hold, all at once: a group that waited for room one stream at a
   // time could wait for itself. A communicator has one device, so its calls share one bound.
-  auto holds = [this](const OperationSpec& spec) { return spec.input_ready != nullptr && options_.hold_caller_stream; };
+  auto holds = [](const OperationSpec& spec) {
+    return spec.input_ready != nullptr && spec.stream_order == StreamOrder::kHoldStream;
+  };
   HeldStreams* bound = nullptr;
   std::vector<cudaStream_t> counted;
   absl::Time deadline = absl::InfiniteFuture();
@@ -325,6 +325,17 @@ void Engine::Submit(std::vector<OperationSpec> specs) {
     }
     tasks.push_back(std::move(task));
   }
+  // The calls that keep their streams' order by returning only once done (stream_order.h).
+  std::vector<std::shared_ptr<Request>> return_when_done;
+  for (const auto& task : tasks) {
+    if (task->spec().stream_order == StreamOrder::kReturnWhenDone) return_when_done.push_back(task->spec().request);
+  }
+  Queue(std::move(tasks));
+  // As long as a held stream would wait: until the call is done, fails, or reaches its timeout.
+  for (const std::shared_ptr<Request>& request : return_when_done) request->Wait(absl::InfiniteFuture()).IgnoreError();
+}
+
+void Engine::Queue(std::vector<std::unique_ptr<OperationTask>> tasks) {
   absl::MutexLock lock(&mutex_);
   for (auto& task : tasks) {
     // A call refused above takes its places in its links' order all the same, as a call that

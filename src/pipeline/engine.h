@@ -59,7 +59,8 @@ class Engine {
   // Takes the call's schedule only on success. A refused call (Call::refused) is checked only
   // for what its places on its links need (type, peers, block count).
   absl::StatusOr<OperationSpec> Prepare(Call& call);
-  // Queues prepared calls; their streams then wait for them.
+  // Queues prepared calls; their streams then wait for them, or the calls that cannot hold
+  // their streams are waited for here (stream_order.h).
   void Submit(std::vector<OperationSpec> specs);
   // Completes prepared calls that will never be submitted with `why` (their streams were never
   // held).
@@ -74,6 +75,8 @@ class Engine {
 
  private:
   absl::Status EnsureDevice(int device);
+  // Gives the tasks their places on their links and hands them to the pipeline thread.
+  void Queue(std::vector<std::unique_ptr<OperationTask>> tasks);
   void Loop();
   // Completes the task's request and releases its stream, once.
   void Report(OperationTask& task);

@@ -18,7 +18,7 @@ namespace {
 constexpr int kCudaDefaultQueues = 8;
 constexpr int kCudaMostQueues = 32;
 
-// What to change, for both refusals.
+// What to change, for the refusals.
 constexpr char kWaysOut[] =
     "set CUDA_DEVICE_MAX_CONNECTIONS to 32 before CUDA starts, or set hold_caller_stream = false "
     "(UCCLZIP_HOLD_STREAM=0) and Wait() on the operation before the stream uses its buffers";
@@ -52,28 +52,9 @@ HeldStreams& HeldStreams::ForDevice(int device) {
 
 HeldStreams::HeldStreams(int hardware_queues, bool shared_by_mps)
     : hardware_queues_(hardware_queues),
-      shared_by_mps_(shared_by_mps),
       capacity_(shared_by_mps || hardware_queues < kFewestQueues ? 0 : std::min(hardware_queues / 2, kMostHeld)) {}
 
-absl::Status HeldStreams::CheckCanHold() const {
-  if (capacity_ > 0) return absl::OkStatus();
-  if (shared_by_mps_) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "this device is shared through the CUDA MPS daemon, whose clients share one pool of hardware queues, so the "
-        "call's stream cannot be held: its wait may stop the pipeline's own copies and kernels, and the call would "
-        "never finish: set hold_caller_stream = false (UCCLZIP_HOLD_STREAM=0) and Wait() on the operation before the "
-        "stream uses its buffers"));
-  }
-  const std::string queues = hardware_queues_ == 1 ? "one hardware queue" : absl::StrCat(hardware_queues_, " hardware queues");
-  return absl::FailedPreconditionError(absl::StrCat(
-      "CUDA_DEVICE_MAX_CONNECTIONS=", hardware_queues_, " gives this process ", queues,
-      ", too few to hold the call's stream: its wait would stop the pipeline's own copies and kernels, and the "
-      "call would never finish: ",
-      kWaysOut));
-}
-
 absl::Status HeldStreams::Acquire(absl::Span<const cudaStream_t> streams, absl::Time deadline) {
-  if (absl::Status s = CheckCanHold(); !s.ok()) return s;
   std::vector<cudaStream_t> distinct(streams.begin(), streams.end());
   std::sort(distinct.begin(), distinct.end());
   distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());

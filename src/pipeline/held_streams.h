@@ -10,11 +10,11 @@
 // kernel among those that do not run would never let the held streams go. So the pipeline
 // holds at most half as many distinct streams as there are queues, and a call that would hold
 // one more waits in its caller's thread for one to be let go, up to the call's deadline. Below
-// four queues no stream is held at all, and a held call on device memory is refused
-// (Megatron-LM sets one queue). Under the CUDA MPS daemon no stream is held either: its clients
-// share one pool of queues, so a process may have fewer than CUDA_DEVICE_MAX_CONNECTIONS says,
-// and on the H200 the device tests hung with the hold and passed without it (runs s12-3, s18-2
-// and s18-3, benchmarks/RESULTS.md).
+// four queues no stream is held at all, and a call on device memory returns only once done
+// instead (stream_order.h; Megatron-LM sets one queue). Under the CUDA MPS daemon no stream is
+// held either: its clients share one pool of queues, so a process may have fewer than
+// CUDA_DEVICE_MAX_CONNECTIONS says, and on the H200 the device tests hung with the hold and
+// passed without it (runs s12-3, s18-2 and s18-3, benchmarks/RESULTS.md).
 //
 // Each device's context has its own queues, so each device has its own bound, shared by every
 // communicator of the process on that device. It counts only the pipeline's holds: streams
@@ -57,8 +57,6 @@ class HeldStreams {
   // How many distinct streams may be held at once: half the hardware queues, none below four
   // or under MPS.
   int capacity() const { return capacity_; }
-  // FailedPrecondition, saying what to change, where no stream can be held at all.
-  absl::Status CheckCanHold() const;
   // Holds each of `streams` once more (a stream listed twice, twice), all or none. A stream
   // already held takes no more room. Where the others do not fit, waits until enough are let go;
   // at `deadline` DeadlineExceeded, and at once FailedPrecondition where they could never fit.
@@ -70,7 +68,6 @@ class HeldStreams {
 
  private:
   const int hardware_queues_;
-  const bool shared_by_mps_;
   const int capacity_;
   mutable absl::Mutex mutex_;
   std::unordered_map<cudaStream_t, int> holds_ ABSL_GUARDED_BY(mutex_);

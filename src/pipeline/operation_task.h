@@ -33,6 +33,7 @@
 #include "pipeline/schedule.h"
 #include "pipeline/send_window.h"
 #include "pipeline/stream_flags.h"
+#include "pipeline/stream_order.h"
 #include "pipeline/transport_lanes.h"
 #include "ucclzip/codec.h"
 #include "ucclzip/communicator.h"
@@ -55,6 +56,9 @@ struct OperationSpec {
   // is ready once it completes. Owned by the task.
   cudaEvent_t input_ready = nullptr;
   cudaStream_t stream = nullptr;
+  // How the caller's stream waits for the call (stream_order.h); for a call without a stream,
+  // its input alone (there is none to order).
+  StreamOrder stream_order = StreamOrder::kInputOnly;
   // Raised when the task finishes, to release the caller's stream.
   std::optional<StreamFlags::Ticket> done_flag;
   // The bound the caller's stream is held under (its device's), or null where the hold is not

@@ -1,7 +1,9 @@
 // The bound on the callers' streams the pipeline holds at once (held_streams.h): half the
 // hardware queues, none below four, a group takes its room all at once, and a call that finds
-// none waits for it or fails with what to change. Streams here are only handles.
+// none waits for it or fails with what to change; and where a call holds its stream at all
+// (stream_order.h). Streams here are only handles.
 #include "pipeline/held_streams.h"
+#include "pipeline/stream_order.h"
 
 #include <gtest/gtest.h>
 
@@ -37,27 +39,34 @@ TEST(HeldStreams, HalfTheQueuesNoneBelowFourAndSixteenAtMost) {
   EXPECT_EQ(HeldStreams(32).capacity(), HeldStreams::kMostHeld);
 }
 
-TEST(HeldStreams, TooFewHardwareQueuesAreRefusedWithWhatToChange) {
+TEST(HeldStreams, TooFewHardwareQueuesOrMpsHoldNothing) {
   for (int queues : {1, 2, 3}) {
     HeldStreams few(queues);
-    for (const absl::Status& refused : {few.CheckCanHold(), few.Acquire({Stream(1)}, absl::InfiniteFuture())}) {
-      EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
-      EXPECT_TRUE(absl::StrContains(refused.message(), absl::StrCat("CUDA_DEVICE_MAX_CONNECTIONS=", queues))) << refused;
-      EXPECT_TRUE(absl::StrContains(refused.message(), "UCCLZIP_HOLD_STREAM=0")) << refused;
-    }
+    const absl::Status refused = few.Acquire({Stream(1)}, absl::InfiniteFuture());
+    EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_TRUE(absl::StrContains(refused.message(), absl::StrCat("CUDA_DEVICE_MAX_CONNECTIONS=", queues))) << refused;
+    EXPECT_EQ(few.held(), 0);
   }
-  EXPECT_TRUE(HeldStreams(4).CheckCanHold().ok());
-}
-
-TEST(HeldStreams, UnderMpsNoStreamIsHeldAndTheRefusalSaysWhy) {
   HeldStreams shared(32, /*shared_by_mps=*/true);
   EXPECT_EQ(shared.capacity(), 0);
-  for (const absl::Status& refused : {shared.CheckCanHold(), shared.Acquire({Stream(1)}, absl::InfiniteFuture())}) {
-    EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition);
-    EXPECT_TRUE(absl::StrContains(refused.message(), "CUDA MPS daemon")) << refused;
-    EXPECT_TRUE(absl::StrContains(refused.message(), "UCCLZIP_HOLD_STREAM=0")) << refused;
-  }
+  EXPECT_EQ(shared.Acquire({Stream(1)}, absl::InfiniteFuture()).code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(shared.held(), 0);
+}
+
+// Where no stream can be held, or holding one could hang, a call returns only once done.
+TEST(StreamOrder, HeldOnlyWhereNothingTheCallNeedsWaitsForTheDevice) {
+  using transport::MemoryType;
+  for (MemoryType memory : {MemoryType::kHost, MemoryType::kDevice}) {
+    for (bool direct : {false, true}) {
+      EXPECT_EQ(ChooseStreamOrder(false, direct, memory, 4), StreamOrder::kInputOnly);
+      // UCX's own CUDA calls on the direct path may wait for the device, whatever the memory.
+      EXPECT_EQ(ChooseStreamOrder(true, true, memory, 4), StreamOrder::kReturnWhenDone);
+    }
+  }
+  EXPECT_EQ(ChooseStreamOrder(true, false, MemoryType::kDevice, 4), StreamOrder::kHoldStream);
+  EXPECT_EQ(ChooseStreamOrder(true, false, MemoryType::kDevice, 0), StreamOrder::kReturnWhenDone);
+  // Host memory needs none of the pipeline's GPU work: held even with no queue to spare.
+  EXPECT_EQ(ChooseStreamOrder(true, false, MemoryType::kHost, 0), StreamOrder::kHoldStream);
 }
 
 TEST(HeldStreams, AStreamAlreadyHeldTakesNoMoreRoom) {

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "gpu_test.h"
 #include "pipeline_test_util.h"
 
@@ -126,6 +127,51 @@ TEST(PipelineDevice, PlainBlocksGoAsOneRun) {
       return absl::OkStatus();
     }));
   }
+}
+
+// A call on a stream holds that stream where device memory is staged, and returns only once
+// done where UCX takes CUDA memory (stream_order.h): UCX's own CUDA calls while it moves the
+// message could wait for a held stream. The sender starts 300 ms late, so a Recv that returned
+// at once cannot be done yet. Either way the receiver's stream sees the data right after.
+TEST(PipelineDevice, ACallOnAStreamReturnsOnceDoneOnlyOnTheDirectPath) {
+  UCCLZIP_SKIP_WITHOUT_GPU();
+  constexpr uint64_t kCount = 1 << 20;
+  ExpectRanksSucceeded(RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
+    if (absl::Status s = Cuda(cudaSetDevice(0), "cudaSetDevice"); !s.ok()) return s;
+    transport::TransportOptions options;
+    options.ucx_transports = WithCudaTransports("tcp");
+    auto comm = CreateCommunicator(context, options);
+    if (!comm.ok()) return comm.status();
+    const bool direct = (*comm)->device_memory_direct();
+    const size_t bytes = kCount * ElementSize(DataType::kBFloat16);
+    const std::vector<uint8_t> host = GenerateTensor(DataType::kBFloat16, kCount, {DistKind::kGaussian, 0.02}, 7);
+    cudaStream_t stream;
+    if (absl::Status s = Cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream"); !s.ok()) return s;
+    void* device = nullptr;
+    uint8_t* back = nullptr;
+    absl::Status status = Cuda(cudaMalloc(&device, bytes), "cudaMalloc");
+    if (status.ok()) status = Cuda(cudaMallocHost(reinterpret_cast<void**>(&back), bytes), "cudaMallocHost");
+    const std::string what = absl::StrCat("rank ", context.rank, (direct ? " (direct)" : " (staged)"));
+    if (status.ok() && context.rank == 0) {
+      status = Cuda(cudaMemcpy(device, host.data(), bytes, cudaMemcpyHostToDevice), "fill");
+      absl::SleepFor(absl::Milliseconds(300));
+      if (status.ok()) status = WaitOk((*comm)->Send(device, kCount, DataType::kBFloat16, 1, stream), what);
+    } else if (status.ok()) {
+      Operation op = (*comm)->Recv(device, kCount, DataType::kBFloat16, 0, stream);
+      if (op.Test() != direct) {
+        status = absl::InternalError(absl::StrCat(what, ": the Recv returned ", op.Test() ? "done" : "before it was done",
+                                                  ", want ", direct ? "done" : "at once, its stream held"));
+      }
+      if (status.ok()) status = Cuda(cudaMemcpyAsync(back, device, bytes, cudaMemcpyDeviceToHost, stream), "copy back");
+      if (status.ok()) status = Cuda(cudaStreamSynchronize(stream), "sync");
+      status.Update(WaitOk(op, what));
+      if (status.ok()) status = ExpectSameBytes(back, host.data(), bytes, what);
+    }
+    cudaFreeHost(back);
+    cudaFree(device);
+    cudaStreamDestroy(stream);
+    return status;
+  }));
 }
 
 // Every round frees its buffers and allocates new ones, which the driver places at the same

@@ -1,0 +1,41 @@
+// How a call on a CUDA stream keeps NCCL's stream order: later work queued on the stream must
+// not run before the call is done.
+//
+// The pipeline's usual way is to hold the stream (stream_flags.h): a wait queued on it that the
+// pipeline thread ends when the call is done. A held stream is only safe while nothing the call
+// needs can wait for the device to idle or for one of its hardware queues, since the held
+// stream keeps both busy until the call is done. Where that cannot be promised, the call
+// instead returns to its caller only once it is done: the caller's thread queues no later work
+// before then, which keeps the same order without holding the stream.
+//  - The direct path (UCX moves CUDA memory itself, with cuda_ipc and cuda_copy): UCX makes
+//    CUDA calls from its progress, which moves the call's messages, on paths no warm-up
+//    reaches: it creates cuda_copy's streams on first use and closes IPC mappings when it
+//    discards an endpoint (cuIpcCloseMemHandle). On the H200 such calls waited for the device
+//    while the caller's stream was held for the very message UCX was moving, and the device
+//    tests hung; without the hold they passed (runs s21-1, s24-2, s25-2, benchmarks/RESULTS.md).
+//  - Device memory where no stream can be held (held_streams.h: too few hardware queues, or
+//    the CUDA MPS daemon): the wait would stop the pipeline's own copies and kernels.
+//    Host memory there is held all the same, uncounted: the pipeline does no GPU work for it.
+#pragma once
+
+#include "transport/memory_type.h"
+
+namespace ucclzip::pipeline {
+
+enum class StreamOrder {
+  kInputOnly,       // hold_caller_stream is off: the caller Wait()s before its stream uses the outputs
+  kHoldStream,      // the stream waits for the call (stream_flags.h)
+  kReturnWhenDone,  // the call returns once it is done
+};
+
+// `ucx_moves_device_memory`: the transport hands device memory to UCX (no staging).
+// `held_stream_capacity`: HeldStreams::capacity() of the call's device.
+inline StreamOrder ChooseStreamOrder(bool hold_caller_stream, bool ucx_moves_device_memory,
+                                     transport::MemoryType memory, int held_stream_capacity) {
+  if (!hold_caller_stream) return StreamOrder::kInputOnly;
+  if (ucx_moves_device_memory) return StreamOrder::kReturnWhenDone;
+  if (memory == transport::MemoryType::kDevice && held_stream_capacity == 0) return StreamOrder::kReturnWhenDone;
+  return StreamOrder::kHoldStream;
+}
+
+}  // namespace ucclzip::pipeline
