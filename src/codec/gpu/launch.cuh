@@ -30,6 +30,9 @@ cudaError_t LaunchCompressAs(const CompressLaunch& launch) {
   const SplitArgs split{launch.input,     launch.count,      launch.frame,            launch.layout, launch.dtype,
                         launch.workspace, launch.chunk_scan, launch.tiles.histograms, block_elements};
   SplitKernel<Split, kAligned><<<blocks, kSplitThreads, 0, launch.stream>>>(split);
+  // Checked here: a dependent launch below reports only its own launch, and the encoder after a
+  // split that never ran codes with the last call's mode and tables over the last call's frame.
+  if (cudaError_t err = cudaGetLastError(); err != cudaSuccess) return err;
   if (launch.split_done != nullptr) {
     if (cudaError_t err = cudaEventRecord(launch.split_done, launch.stream); err != cudaSuccess) return err;
   }
