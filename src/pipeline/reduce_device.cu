@@ -67,6 +67,7 @@ absl::Status PreloadReduceKernel() {
   for (uint8_t v = 0; IsValidDataType(v); ++v) {
     cudaFuncAttributes attributes;
     if (cudaError_t err = cudaFuncGetAttributes(&attributes, KernelFor(static_cast<DataType>(v))); err != cudaSuccess) {
+      cudaGetLastError();  // reported here, not again by the caller's next launch check
       return absl::InternalError(absl::StrCat("loading the reduction kernels: ", cudaGetErrorString(err)));
     }
   }

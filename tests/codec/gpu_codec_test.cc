@@ -146,6 +146,17 @@ TEST_F(GpuCodecTest, LargeTensor) {
   CheckAgainstCpuFrame(DataType::kBFloat16, mixed, cpu_frame, {});
 }
 
+// A failed call's CUDA error is the codec's to report, not the next launch check's: a Create
+// that ran out of device memory left cudaErrorMemoryAllocation behind, and the caller's next
+// cudaGetLastError (PyTorch's check after its next kernel, say) failed a launch that had
+// succeeded.
+TEST(GpuCodecErrors, AFailedCreateLeavesNoErrorForTheCallersNextCheck) {
+  UCCLZIP_SKIP_WITHOUT_GPU();
+  const absl::StatusOr<std::unique_ptr<GpuCodec>> codec = GpuCodec::Create(uint64_t{1} << 39);  // 1 TiB of scratch
+  ASSERT_FALSE(codec.ok());
+  EXPECT_EQ(cudaGetLastError(), cudaSuccess);
+}
+
 TEST_F(GpuCodecTest, ManyCallsQueuedOnOneStream) {
   // The workspace counters reset themselves between calls; queue many without synchronising.
   constexpr int kCalls = 40;

@@ -37,6 +37,10 @@ namespace {
 
 absl::Status CudaStatus(cudaError_t err, absl::string_view what) {
   if (err == cudaSuccess) return absl::OkStatus();
+  // Reported here, so cleared here: CUDA keeps a failed call's error for the thread's next
+  // cudaGetLastError, which a later launch's check (ours on the pipeline thread, the caller's
+  // after a failed Create) would then take for its own.
+  cudaGetLastError();
   return absl::InternalError(absl::StrCat(what, ": ", cudaGetErrorString(err)));
 }
 
