@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -26,8 +27,15 @@ absl::Status Cuda(cudaError_t err, const std::string& what) {
   return absl::InternalError(absl::StrCat(what, ": ", cudaGetErrorString(err)));
 }
 
+// What DeviceRoundTrip checks besides the data: a sender that starts late, and whether the
+// receiver's Recv returned done.
+struct RoundTripTiming {
+  absl::Duration sender_delay = absl::ZeroDuration();
+  std::optional<bool> recv_done_at_return;
+};
+
 // One message from rank 0 to rank 1 through device memory, checked on the host.
-absl::Status DeviceRoundTrip(Communicator& comm, const DeviceMessage& m, uint64_t seed) {
+absl::Status DeviceRoundTrip(Communicator& comm, const DeviceMessage& m, uint64_t seed, RoundTripTiming timing = {}) {
   const size_t bytes = m.count * ElementSize(m.dtype);
   std::vector<uint8_t> host = GenerateTensor(m.dtype, m.count, m.dist, seed);
   cudaStream_t stream;
@@ -38,6 +46,7 @@ absl::Status DeviceRoundTrip(Communicator& comm, const DeviceMessage& m, uint64_
   if (status.ok() && comm.rank() == 0) {
     // Queued, not waited for: the Send must order itself after the copy.
     status = Cuda(cudaMemcpyAsync(device, host.data(), bytes, cudaMemcpyHostToDevice, stream), "fill");
+    absl::SleepFor(timing.sender_delay);
     Operation op = comm.Send(device, m.count, m.dtype, 1, stream, SendOptions{.compression = m.mode});
     if (status.ok()) status = WaitOk(op, what);
     if (status.ok()) status = Cuda(cudaStreamSynchronize(stream), "sync");
@@ -49,8 +58,12 @@ absl::Status DeviceRoundTrip(Communicator& comm, const DeviceMessage& m, uint64_
     if (status.ok()) status = Cuda(cudaMemsetAsync(device, 0, bytes, stream), "clear");
     if (status.ok()) {
       Operation op = comm.Recv(device, m.count, m.dtype, 0, stream);
+      if (timing.recv_done_at_return && op.Test() != *timing.recv_done_at_return) {
+        status = absl::InternalError(absl::StrCat(what, ": the Recv returned ", op.Test() ? "done" : "before it was done",
+                                                  ", want ", *timing.recv_done_at_return ? "done" : "at once"));
+      }
       // Queued right after the Recv: it must see the received data.
-      status = Cuda(cudaMemcpyAsync(back, device, bytes, cudaMemcpyDeviceToHost, stream), "copy back");
+      if (status.ok()) status = Cuda(cudaMemcpyAsync(back, device, bytes, cudaMemcpyDeviceToHost, stream), "copy back");
       if (status.ok()) status = Cuda(cudaStreamSynchronize(stream), "sync");
       status.Update(WaitOk(op, what));
       if (status.ok()) status = ExpectSameBytes(back, host.data(), bytes, what);
@@ -135,42 +148,14 @@ TEST(PipelineDevice, PlainBlocksGoAsOneRun) {
 // at once cannot be done yet. Either way the receiver's stream sees the data right after.
 TEST(PipelineDevice, ACallOnAStreamReturnsOnceDoneOnlyOnTheDirectPath) {
   UCCLZIP_SKIP_WITHOUT_GPU();
-  constexpr uint64_t kCount = 1 << 20;
   ExpectRanksSucceeded(RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
     if (absl::Status s = Cuda(cudaSetDevice(0), "cudaSetDevice"); !s.ok()) return s;
     transport::TransportOptions options;
     options.ucx_transports = WithCudaTransports("tcp");
     auto comm = CreateCommunicator(context, options);
     if (!comm.ok()) return comm.status();
-    const bool direct = (*comm)->device_memory_direct();
-    const size_t bytes = kCount * ElementSize(DataType::kBFloat16);
-    const std::vector<uint8_t> host = GenerateTensor(DataType::kBFloat16, kCount, {DistKind::kGaussian, 0.02}, 7);
-    cudaStream_t stream;
-    if (absl::Status s = Cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream"); !s.ok()) return s;
-    void* device = nullptr;
-    uint8_t* back = nullptr;
-    absl::Status status = Cuda(cudaMalloc(&device, bytes), "cudaMalloc");
-    if (status.ok()) status = Cuda(cudaMallocHost(reinterpret_cast<void**>(&back), bytes), "cudaMallocHost");
-    const std::string what = absl::StrCat("rank ", context.rank, (direct ? " (direct)" : " (staged)"));
-    if (status.ok() && context.rank == 0) {
-      status = Cuda(cudaMemcpy(device, host.data(), bytes, cudaMemcpyHostToDevice), "fill");
-      absl::SleepFor(absl::Milliseconds(300));
-      if (status.ok()) status = WaitOk((*comm)->Send(device, kCount, DataType::kBFloat16, 1, stream), what);
-    } else if (status.ok()) {
-      Operation op = (*comm)->Recv(device, kCount, DataType::kBFloat16, 0, stream);
-      if (op.Test() != direct) {
-        status = absl::InternalError(absl::StrCat(what, ": the Recv returned ", op.Test() ? "done" : "before it was done",
-                                                  ", want ", direct ? "done" : "at once, its stream held"));
-      }
-      if (status.ok()) status = Cuda(cudaMemcpyAsync(back, device, bytes, cudaMemcpyDeviceToHost, stream), "copy back");
-      if (status.ok()) status = Cuda(cudaStreamSynchronize(stream), "sync");
-      status.Update(WaitOk(op, what));
-      if (status.ok()) status = ExpectSameBytes(back, host.data(), bytes, what);
-    }
-    cudaFreeHost(back);
-    cudaFree(device);
-    cudaStreamDestroy(stream);
-    return status;
+    return DeviceRoundTrip(**comm, {DataType::kBFloat16, 1 << 20, {DistKind::kGaussian, 0.02}, CompressionMode::kOff}, 7,
+                           {.sender_delay = absl::Milliseconds(300), .recv_done_at_return = (*comm)->device_memory_direct()});
   }));
 }
 
