@@ -21,11 +21,13 @@ namespace {
 
 std::string ErrnoText(int err) { return std::strerror(err); }
 
-// Milliseconds until `deadline` for poll(), at least 0, at most a day.
+// Milliseconds until `deadline` for poll(), at least 0, at most a day. Capped before the
+// rounding up: an infinite timeout's deadline is INT64_MAX milliseconds away, and one more
+// overflowed to a timeout of 0, a poll that spun on its core until the peer came.
 int PollTimeoutMs(absl::Time deadline) {
-  absl::Duration left = deadline - absl::Now();
+  const absl::Duration left = std::min(deadline - absl::Now(), absl::Hours(24));
   if (left <= absl::ZeroDuration()) return 0;
-  return static_cast<int>(std::min<int64_t>(absl::ToInt64Milliseconds(left) + 1, 86'400'000));
+  return static_cast<int>(absl::ToInt64Milliseconds(left) + 1);
 }
 
 absl::StatusOr<sockaddr_in> ResolveIpv4(const std::string& host, uint16_t port) {

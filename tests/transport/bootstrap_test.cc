@@ -4,6 +4,7 @@
 #include "transport/bootstrap.h"
 
 #include <gtest/gtest.h>
+#include <time.h>
 
 #include <functional>
 #include <thread>
@@ -92,6 +93,32 @@ TEST(Bootstrap, FailedAllGatherReachesEveryRankFast) {
     EXPECT_FALSE(status.ok());
     EXPECT_NE(status.message().find("rank 2 did not contribute"), absl::string_view::npos) << status;
     EXPECT_LT(absl::Now() - start, absl::Seconds(2)) << "rank " << rank << " waited for the deadline";
+  });
+}
+
+// The CPU time the calling thread has used.
+absl::Duration ThreadCpuTime() {
+  timespec used{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &used);
+  return absl::DurationFromTimespec(used);
+}
+
+// Without a deadline (an infinite timeout) a rank waits for a late peer asleep, as it does with
+// one, not polling on its core until the peer comes.
+TEST(Bootstrap, WaitWithoutDeadlineSleeps) {
+  RunThreads(2, [](int rank, BootstrapConfig config) {
+    config.timeout = absl::InfiniteDuration();
+    const absl::Duration late = absl::Milliseconds(300);
+    if (rank == 1) absl::SleepFor(late);
+    const absl::Duration cpu_before = ThreadCpuTime();
+    absl::StatusOr<std::unique_ptr<Bootstrap>> bootstrap = Bootstrap::Create(config);
+    ASSERT_TRUE(bootstrap.ok()) << bootstrap.status();
+    if (rank == 1) absl::SleepFor(late);
+    EXPECT_TRUE((*bootstrap)->Barrier(absl::InfiniteFuture()).ok());
+    if (rank == 0) {
+      // Waited 2 x 300 ms for rank 1.
+      EXPECT_LT(ThreadCpuTime() - cpu_before, absl::Milliseconds(100)) << "rank 0 polled while it waited";
+    }
   });
 }
 
