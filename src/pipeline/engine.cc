@@ -389,9 +389,10 @@ void Engine::Wake() {
 // Before it sleeps the pipeline thread busy-polls for wake-ups as long as a caller's Wait does
 // (CommunicatorOptions::wait_spin, none on machines of fewer than 8 cores): a small message
 // crosses it several times (post, envelope, parts, completion), and a sleeping thread's wake-up
-// costs about 10 us each time.
+// costs about 10 us each time. At most kIdleSleep, as the sleep after it: the loop checks the
+// calls' deadlines and the peers' failures at least that often, whatever wait_spin says.
 void Engine::SpinForWake() const {
-  const absl::Duration spin = lanes_.wait_spin();
+  const absl::Duration spin = std::min(lanes_.wait_spin(), kIdleSleep);
   if (spin <= absl::ZeroDuration()) return;
   const absl::Time until = absl::Now() + spin;
   while (!woken_.load(std::memory_order_acquire) && absl::Now() < until) {

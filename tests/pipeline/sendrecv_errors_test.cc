@@ -288,6 +288,37 @@ TEST(PipelineErrors, ARecvWhoseFramePartsNeverComeFailsAtItsTimeout) {
   }));
 }
 
+// The pipeline thread busy-polls for wake-ups for wait_spin before it sleeps, and still checks
+// the calls' deadlines every few milliseconds: with a long spin and nothing to wake it, a
+// receive's 200 ms timeout waited for the whole spin.
+TEST(PipelineErrors, ALongWaitSpinDoesNotHoldBackATimeout) {
+  ExpectRanksSucceeded(RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
+    transport::TransportOptions options = ShortTimeoutOptions();
+    options.op_timeout = absl::Seconds(20);
+    options.wait_spin = absl::Seconds(20);
+    auto comm = CreateCommunicator(context, options);
+    if (!comm.ok()) return comm.status();
+    transport::Bootstrap& bootstrap = internal::CommunicatorAccess::BootstrapOf(**comm);
+    if (context.rank == 0) return bootstrap.Barrier(absl::Now() + absl::Seconds(30));
+    uint32_t word = 0;
+    const absl::Time start = absl::Now();
+    const absl::Status status =
+        (*comm)->Recv(&word, 1, DataType::kUint32, 0, nullptr, RecvOptions{.timeout = absl::Milliseconds(200)})
+            .Wait(absl::Seconds(30));
+    const absl::Duration took = absl::Now() - start;
+    if (absl::Status s = bootstrap.Barrier(absl::Now() + absl::Seconds(30)); !s.ok()) return s;
+    if (absl::Status s = ExpectError(status, absl::StatusCode::kDeadlineExceeded,
+                                     {"rank 1", "recv from peer 0", "timeout passed"}, "recv with a long wait_spin");
+        !s.ok()) {
+      return s;
+    }
+    if (took > absl::Seconds(3)) {
+      return absl::InternalError(absl::StrCat("the 200 ms timeout fired after ", absl::FormatDuration(took)));
+    }
+    return absl::OkStatus();
+  }));
+}
+
 // The statistics count what moved: a receive that failed (here a mismatch) received no
 // message and no payload, and a send that failed sent none, while a send that completed counts.
 TEST(PipelineErrors, FailedOperationsAreNotCountedAsMessagesMoved) {
