@@ -52,10 +52,21 @@ absl::StatusOr<BootstrapConfig> BootstrapConfigFromEnvironment() {
       IntFromEnv({"UCCLZIP_LOCAL_RANK", "LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK"}, 0, INT32_MAX, -1);
   if (!local_rank.ok()) return local_rank.status();
 
+  // Everything is read and checked before the unique id is used: rank 0's configuration from
+  // it takes the id's listening socket (once per id), which a later error would leak, port and all.
+  absl::StatusOr<int64_t> timeout_s = IntFromEnv({"UCCLZIP_BOOTSTRAP_TIMEOUT"}, 1, 86'400, 60);
+  if (!timeout_s.ok()) return timeout_s.status();
+  const absl::Status rank_in_world =
+      *rank < *world_size ? absl::OkStatus()
+                          : absl::InvalidArgumentError(absl::StrCat("bootstrap from the environment: rank ", *rank,
+                                                                    " is not below the world size ", *world_size));
+
   BootstrapConfig config;
   if (auto id_text = Env("UCCLZIP_UNIQUE_ID")) {
     absl::StatusOr<UniqueId> id = UniqueIdFromString(*id_text);
     if (!id.ok()) return absl::InvalidArgumentError(absl::StrCat("UCCLZIP_UNIQUE_ID: ", id.status().message()));
+    if (!rank_in_world.ok()) return rank_in_world;
+    // Rank 0 listens on the id's socket, whatever UCCLZIP_LISTEN_FD says: the id wins.
     absl::StatusOr<BootstrapConfig> from_id = BootstrapConfigFromUniqueId(*id, *rank, *world_size);
     if (!from_id.ok()) return from_id.status();
     config = *from_id;
@@ -69,20 +80,15 @@ absl::StatusOr<BootstrapConfig> BootstrapConfigFromEnvironment() {
     config.rank = static_cast<int>(*rank);
     config.world_size = static_cast<int>(*world_size);
     if (auto token = Env("UCCLZIP_TOKEN")) config.token = *token;
+    if (config.rank == 0) {
+      absl::StatusOr<int64_t> listen_fd = IntFromEnv({"UCCLZIP_LISTEN_FD"}, 0, INT32_MAX, -1);
+      if (!listen_fd.ok()) return listen_fd.status();
+      if (*listen_fd >= 0) config.listen_fd = static_cast<int>(*listen_fd);
+    }
   }
+  if (!rank_in_world.ok()) return rank_in_world;
   config.local_rank = static_cast<int>(*local_rank);
-  if (config.rank == 0) {
-    absl::StatusOr<int64_t> listen_fd = IntFromEnv({"UCCLZIP_LISTEN_FD"}, 0, INT32_MAX, -1);
-    if (!listen_fd.ok()) return listen_fd.status();
-    if (*listen_fd >= 0) config.listen_fd = static_cast<int>(*listen_fd);
-  }
-  absl::StatusOr<int64_t> timeout_s = IntFromEnv({"UCCLZIP_BOOTSTRAP_TIMEOUT"}, 1, 86'400, 60);
-  if (!timeout_s.ok()) return timeout_s.status();
   config.timeout = absl::Seconds(*timeout_s);
-  if (config.rank >= config.world_size) {
-    return absl::InvalidArgumentError(absl::StrCat("bootstrap from the environment: rank ", config.rank,
-                                                   " is not below the world size ", config.world_size));
-  }
   return config;
 }
 

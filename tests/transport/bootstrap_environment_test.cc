@@ -1,7 +1,12 @@
 // Configuration from launchers' environment variables and from unique ids.
+#include <arpa/inet.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <stdlib.h>
+#include <sys/socket.h>
 #include <unistd.h>
+
+#include <string>
 
 #include "ucclzip/bootstrap.h"
 
@@ -99,6 +104,35 @@ TEST_F(EnvironmentTest, UniqueIdTravelsAsText) {
   // The listening socket is handed out once.
   EXPECT_EQ(BootstrapConfigFromUniqueId(*id, 0, 2).status().code(), absl::StatusCode::kFailedPrecondition);
   close(root->listen_fd);
+}
+
+// Rank 0's configuration takes the id's listening socket, once: a variable that fails after it
+// would leak the socket, its port still bound, and leave the id unusable.
+TEST_F(EnvironmentTest, RankZeroKeepsTheIdsSocketWhenAnotherVariableIsWrong) {
+  absl::StatusOr<UniqueId> id = GetUniqueId();
+  ASSERT_TRUE(id.ok()) << id.status();
+  const std::string text = UniqueIdToString(*id);
+  setenv("UCCLZIP_UNIQUE_ID", text.c_str(), 1);
+  setenv("UCCLZIP_RANK", "0", 1);
+  setenv("UCCLZIP_WORLD_SIZE", "2", 1);
+  setenv("UCCLZIP_BOOTSTRAP_TIMEOUT", "soon", 1);
+  absl::Status timeout = BootstrapConfigFromEnvironment().status();
+  EXPECT_NE(timeout.message().find("UCCLZIP_BOOTSTRAP_TIMEOUT='soon'"), absl::string_view::npos) << timeout;
+  unsetenv("UCCLZIP_BOOTSTRAP_TIMEOUT");
+  // An inherited socket does not take the place of the id's (whose port the id names).
+  absl::StatusOr<ReservedPort> other = ReservePort();
+  ASSERT_TRUE(other.ok()) << other.status();
+  setenv("UCCLZIP_LISTEN_FD", std::to_string(other->listen_fd).c_str(), 1);
+  absl::StatusOr<BootstrapConfig> root = BootstrapConfigFromEnvironment();
+  ASSERT_TRUE(root.ok()) << root.status();
+  ASSERT_GE(root->listen_fd, 0);
+  EXPECT_NE(root->listen_fd, other->listen_fd);
+  sockaddr_in bound{};
+  socklen_t length = sizeof(bound);
+  ASSERT_EQ(getsockname(root->listen_fd, reinterpret_cast<sockaddr*>(&bound), &length), 0);
+  EXPECT_EQ(ntohs(bound.sin_port), root->port);
+  close(root->listen_fd);
+  close(other->listen_fd);
 }
 
 TEST_F(EnvironmentTest, MalformedUniqueIdsAreRejected) {
