@@ -15,6 +15,10 @@
 namespace ucclzip::pipeline {
 namespace {
 
+// HostCodecThreads::Create's limit (ucclzip/codec.h), checked here too so that a value above it
+// is an error that names the variable.
+constexpr int kMaxCpuCodecThreads = 256;
+
 // A byte count: digits, optionally followed by K, M or G (powers of 1024).
 absl::StatusOr<size_t> ParseBytes(absl::string_view text, size_t min) {
   absl::string_view digits = absl::StripAsciiWhitespace(text);
@@ -119,8 +123,8 @@ absl::StatusOr<CommunicatorOptions> WithEnvironmentDefaults(const CommunicatorOp
             options),
       Apply(rank, "UCCLZIP_TRANSPORT_LANES", &O::transport_lanes,
             [](absl::string_view v) { return ParseCount(v, 1, TransportLanes::kMaxLanes); }, options),
-      Apply(rank, "UCCLZIP_CPU_CODEC_THREADS", &O::cpu_codec_threads, [](absl::string_view v) { return ParseCount(v, 0); },
-            options),
+      Apply(rank, "UCCLZIP_CPU_CODEC_THREADS", &O::cpu_codec_threads,
+            [](absl::string_view v) { return ParseCount(v, 0, kMaxCpuCodecThreads); }, options),
       Apply(rank, "UCCLZIP_WAIT_SPIN", &O::wait_spin,
             [](absl::string_view v) -> absl::StatusOr<std::optional<absl::Duration>> { return ParseTime(v, true); },
             options),

@@ -108,6 +108,7 @@ TEST_F(OptionsEnvironmentTest, BadValuesAreNamed) {
       {"UCCLZIP_DEVICE_SLOTS", "0"},           {"UCCLZIP_DEVICE_SLOTS", "two"},
       {"UCCLZIP_WAIT_SPIN", "-5us"},           {"UCCLZIP_HOLD_STREAM", "maybe"},           {"UCCLZIP_LOG_LEVEL", "loud"},
       {"UCCLZIP_CPU_CODEC_THREADS", "-1"},     {"UCCLZIP_CPU_CODEC_THREADS", "all"},
+      {"UCCLZIP_CPU_CODEC_THREADS", "257"},
       {"UCCLZIP_TRANSPORT_LANES", "0"},        {"UCCLZIP_TRANSPORT_LANES", "9"},
       {"UCCLZIP_STAGING_WAKEUPS", "2"},        {"UCCLZIP_FORWARD_FROM_HOST", "sometimes"}};
   for (const auto& [variable, value] : bad) {
