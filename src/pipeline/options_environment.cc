@@ -1,5 +1,6 @@
 #include "pipeline/options_environment.h"
 
+#include <cmath>
 #include <cstdlib>
 #include <limits>
 #include <optional>
@@ -44,7 +45,8 @@ absl::StatusOr<size_t> ParseBytes(absl::string_view text, size_t min) {
 absl::StatusOr<absl::Duration> ParseTime(absl::string_view text, bool zero_allowed) {
   const std::string trimmed(absl::StripAsciiWhitespace(text));
   absl::Duration duration;
-  if (double seconds = 0; absl::SimpleAtod(trimmed, &seconds)) {
+  // Not NaN ("nan" parses as a double), which absl::Seconds turns into an infinite duration.
+  if (double seconds = 0; absl::SimpleAtod(trimmed, &seconds) && !std::isnan(seconds)) {
     duration = absl::Seconds(seconds);
   } else if (!absl::ParseDuration(trimmed, &duration)) {
     return absl::InvalidArgumentError("expected seconds (60, 0.5) or a duration with units (500ms, 2m, 1h30m)");
