@@ -71,11 +71,9 @@ absl::StatusOr<std::vector<Socket>> AdmitAll(const BootstrapConfig& config, absl
     if (!connection.ok()) break;
     std::string from = PeerAddress(*connection).value_or("unknown address");
     absl::StatusOr<Hello> hello = RecvHello(*connection, std::min(deadline, absl::Now() + kHelloTimeout));
-    if (!hello.ok()) {
-      refused.push_back(absl::StrCat("connection from ", from, ": ", hello.status().message()));
-      continue;
-    }
-    absl::Status verdict = CheckHello(*hello, 0, config.world_size, config.token, seen);
+    // A hello that came but is refused (another protocol version, say) is answered with why, as
+    // a wrong rank or token is: the rank would otherwise only see its connection closed.
+    absl::Status verdict = hello.ok() ? CheckHello(*hello, 0, config.world_size, config.token, seen) : hello.status();
     SendFrame(*connection, kVerdictTag, EncodeVerdict(verdict), deadline).IgnoreError();  // refused ranks may be gone
     if (!verdict.ok()) {
       refused.push_back(absl::StrCat("connection from ", from, ": ", verdict.message()));

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "transport/bootstrap_wire.h"
 #include "transport/socket.h"
 #include "ucclzip/bootstrap.h"
 
@@ -93,6 +94,33 @@ TEST(Bootstrap, FailedAllGatherReachesEveryRankFast) {
     EXPECT_FALSE(status.ok());
     EXPECT_NE(status.message().find("rank 2 did not contribute"), absl::string_view::npos) << status;
     EXPECT_LT(absl::Now() - start, absl::Seconds(2)) << "rank " << rank << " waited for the deadline";
+  });
+}
+
+// A rank of another protocol version is told why rank 0 refuses it, as a wrong token is, not
+// just hung up on.
+TEST(Bootstrap, OtherProtocolVersionIsToldWhy) {
+  RunThreads(2, [](int rank, BootstrapConfig config) {
+    if (rank == 0) {
+      config.timeout = absl::Seconds(2);
+      EXPECT_EQ(Bootstrap::Create(config).status().code(), absl::StatusCode::kDeadlineExceeded);
+      return;
+    }
+    const absl::Time deadline = absl::Now() + absl::Seconds(5);
+    absl::StatusOr<Socket> root = ConnectWithRetry("127.0.0.1", config.port, deadline);
+    ASSERT_TRUE(root.ok()) << root.status();
+    Hello hello;
+    hello.version = kBootstrapVersion + 1;
+    hello.rank = 1;
+    hello.world_size = 2;
+    hello.token = config.token;
+    ASSERT_TRUE(SendHello(*root, hello, deadline).ok());
+    absl::StatusOr<Frame> verdict = RecvFrame(*root, deadline);
+    ASSERT_TRUE(verdict.ok()) << verdict.status();
+    EXPECT_EQ(verdict->tag, kVerdictTag);
+    const absl::Status why = DecodeVerdict(verdict->payload);
+    EXPECT_EQ(why.code(), absl::StatusCode::kFailedPrecondition) << why;
+    EXPECT_NE(why.message().find(absl::StrCat("version ", kBootstrapVersion + 1)), absl::string_view::npos) << why;
   });
 }
 
