@@ -28,7 +28,10 @@ absl::Status CheckOptions(const TransportOptions& options, int rank, int size) {
   if (size > kMaxRanks) {
     return absl::InvalidArgumentError(absl::StrCat(context, ": world size ", size, " exceeds ", kMaxRanks));
   }
-  if (options.block_bytes == size_t{0}) return absl::InvalidArgumentError(absl::StrCat(context, ": block_bytes is 0"));
+  if (options.block_bytes && (*options.block_bytes == 0 || *options.block_bytes > kMaxBlockBytes)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(context, ": block_bytes is ", *options.block_bytes, ", not in 1 to ", kMaxBlockBytes));
+  }
   if (options.op_timeout <= absl::ZeroDuration() || options.shutdown_timeout < absl::ZeroDuration()) {
     return absl::InvalidArgumentError(absl::StrCat(context, ": timeouts must be positive"));
   }

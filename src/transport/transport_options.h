@@ -16,6 +16,10 @@ namespace ucclzip::transport {
 // CommunicatorOptions::block_bytes where it is unset (communicator.h says why).
 inline constexpr size_t kDefaultBlockBytes = size_t{4} << 20;
 inline constexpr size_t kCudaUcxBlockBytes = size_t{256} << 20;
+// The largest block_bytes: far above any useful block (a staging pool holds two per
+// direction), and low enough that the block counts and pool sizes computed from it
+// (kMaxBlocks blocks, twice a block) stay far inside 64 bits.
+inline constexpr size_t kMaxBlockBytes = size_t{16} << 30;
 
 struct TransportOptions : CommunicatorOptions {
   // Routes host buffers through the staged path too (copies by memcpy), so that the staged

@@ -7,6 +7,7 @@
 
 #include <thread>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "transport/rank_helpers.h"
 
@@ -250,6 +251,25 @@ TEST_P(SmallStagingPool, IsSizedToFitTheBlocks) {
 }
 
 INSTANTIATE_TEST_SUITE_P(, SmallStagingPool, ::testing::Values(kTcp, kTcpStaged), PathName);
+
+// A transport block of 0 bytes, or one so large that the block counts and staging sizes computed
+// from it would overflow, is refused at creation with the value and the range.
+TEST(Transport, BlockBytesOutsideTheirRangeAreRefused) {
+  for (size_t block_bytes : {size_t{0}, transport::kMaxBlockBytes + 1, size_t{1} << 50}) {
+    auto outcomes = RunRanks({.world_size = 1}, [&](const RankContext& context) -> absl::Status {
+      TransportOptions options = OptionsFor(kTcp);
+      options.block_bytes = block_bytes;
+      auto communicator = CreateCommunicator(context, options);
+      if (communicator.ok()) return absl::InternalError(absl::StrCat("block_bytes ", block_bytes, " was accepted"));
+      if (communicator.status().code() != absl::StatusCode::kInvalidArgument ||
+          !absl::StrContains(communicator.status().message(), absl::StrCat("block_bytes is ", block_bytes))) {
+        return absl::InternalError(absl::StrCat("unexpected refusal: ", communicator.status().ToString()));
+      }
+      return absl::OkStatus();
+    });
+    ExpectRanksSucceeded(outcomes);
+  }
+}
 
 // Two communicators over the same ranks, with identical op tags in flight on both at once:
 // neither may see the other's messages. The second one is formed from a unique id that rank 0
