@@ -119,9 +119,11 @@ absl::StatusOr<std::unique_ptr<HostCodecThreads>> HostCodecThreads::Create(int t
       pthread_setname_np(worker.native_handle(), "ucclzip-codec");
     }
   } catch (const std::system_error& e) {
+    // Counted before Stop, which joins the workers that did start and forgets them.
+    const size_t failed = state->workers.size() + 1;
     state->Stop();
     return absl::ResourceExhaustedError(
-        absl::StrCat("CPU codec threads: starting worker ", state->workers.size() + 1, " of ", threads - 1, ": ", e.what()));
+        absl::StrCat("CPU codec threads: starting worker ", failed, " of ", threads - 1, ": ", e.what()));
   }
   return std::unique_ptr<HostCodecThreads>(new HostCodecThreads(std::move(state)));
 }

@@ -1,8 +1,12 @@
 // The CPU codec on HostCodecThreads: the same frame from any thread count, the same output and
 // the same error from any thread count, concurrent callers taking turns, and checked arguments.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
+#include <cstdio>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <thread>
 
@@ -181,6 +185,26 @@ TEST(HostCodecThreadsCreate, ChecksTheCount) {
   absl::StatusOr<std::unique_ptr<HostCodecThreads>> chosen = HostCodecThreads::Create(0);
   ASSERT_TRUE(chosen.ok());
   EXPECT_EQ((*chosen)->threads(), DefaultHostCodecThreads());
+}
+
+// Starts 256 threads with room for the stacks of a few only (a cap on the address space), prints
+// the error and exits 0 where it is the one of running out.
+void CreateWithRoomForAFewThreads() {
+  uint64_t pages = 0;
+  std::ifstream("/proc/self/statm") >> pages;
+  constexpr uint64_t kRoom = uint64_t{40} << 20;  // about four 8 MB thread stacks
+  const uint64_t limit = pages * static_cast<uint64_t>(sysconf(_SC_PAGESIZE)) + kRoom;
+  const rlimit address_space{limit, limit};
+  if (setrlimit(RLIMIT_AS, &address_space) != 0) std::_Exit(2);
+  const absl::StatusOr<std::unique_ptr<HostCodecThreads>> threads = HostCodecThreads::Create(256);
+  std::fprintf(stderr, "%s\n", threads.status().ToString().c_str());
+  std::_Exit(threads.status().code() == absl::StatusCode::kResourceExhausted ? 0 : 1);
+}
+
+// Where the machine runs out of threads part of the way, the error names the worker that failed
+// to start, not the first: the workers that did start are stopped before the error is written.
+TEST(HostCodecThreadsCreate, AFailedStartNamesTheWorkerThatFailed) {
+  EXPECT_EXIT(CreateWithRoomForAFewThreads(), ::testing::ExitedWithCode(0), "starting worker ([2-9]|[1-9][0-9]+) of 255");
 }
 
 }  // namespace
