@@ -19,6 +19,7 @@
 #include "absl/strings/str_format.h"
 #include "bench_cli.h"
 #include "bench_registry.h"
+#include "bench_stats.h"
 #include "nvcomp_codec.h"
 #include "tensor_gen.h"
 #include "ucclzip/codec.h"
@@ -46,11 +47,6 @@ ABSL_FLAG(std::vector<std::string>, nvcomp_chunk, {"64K"},
 
 namespace ucclzip::bench {
 namespace {
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.empty() ? 0 : v[v.size() / 2];
-}
 
 // Times `op` (which enqueues on `stream`) with CUDA events: the median of --iters runs.
 double TimeGpuUs(const std::function<void()>& op, cudaStream_t stream) {

@@ -1,8 +1,6 @@
 #include "pipeline_bench_util.h"
 
 #include <algorithm>
-#include <numeric>
-#include <utility>
 
 #include "absl/flags/flag.h"
 #include "absl/strings/str_cat.h"
@@ -95,19 +93,6 @@ absl::Status CheckedElements(uint64_t wrong) {
   return absl::DataLossError(
       absl::StrCat(wrong, " elements arrived wrong in the checked calls (the #wrong column says where)"));
 }
-
-double Mean(const std::vector<double>& values) {
-  return values.empty() ? 0 : std::accumulate(values.begin(), values.end(), 0.0) / static_cast<double>(values.size());
-}
-
-double Percentile(std::vector<double> values, double q) {
-  if (values.empty()) return 0;
-  std::sort(values.begin(), values.end());
-  const auto at = static_cast<size_t>(q * static_cast<double>(values.size()));
-  return values[std::min(at, values.size() - 1)];
-}
-
-double Median(std::vector<double> values) { return Percentile(std::move(values), 0.5); }
 
 const char* CompressionName(CompressionMode mode) {
   switch (mode) {

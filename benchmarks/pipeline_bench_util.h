@@ -12,6 +12,7 @@
 #include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "bench_stats.h"
 #include "ucclzip/communicator.h"
 
 namespace ucclzip::bench {
@@ -52,12 +53,6 @@ absl::Status WarmUp(Communicator& comm, absl::Duration at_least, absl::FunctionR
 // are printed (the #wrong column shows where): the benchmark then exits non-zero, as nccl-tests
 // does, so that no script takes the figures of a run that delivered wrong data.
 absl::Status CheckedElements(uint64_t wrong);
-
-// The value below which a share `q` (0..1) of `values` lies: the sorted values' element
-// floor(q * n), the last for q = 1; 0 for none. Median is Percentile(values, 0.5).
-double Percentile(std::vector<double> values, double q);
-double Median(std::vector<double> values);
-double Mean(const std::vector<double>& values);
 
 // Bytes in host or device memory (device when `device`), copied from `contents`.
 class TensorBuffer {
