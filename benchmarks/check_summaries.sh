@@ -11,9 +11,9 @@ here=$(cd "$(dirname "$0")" && pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 failures=0
-# summary_of SCRIPT: the Python between SCRIPT's `<<'PY'` and its closing PY.
+# summary_of SCRIPT: the Python between SCRIPT's `<<'PY'` (or `<<'EOF'`) and its closing line.
 summary_of() {
-  sed -n "/<<'PY'\$/,/^PY\$/p" "$here/gpu/$1" | sed '1d;$d'
+  sed -n -e "/<<'PY'\$/,/^PY\$/p" -e "/<<'EOF'\$/,/^EOF\$/p" "$here/gpu/$1" | sed '1d;$d'
 }
 # expect SCRIPT PATTERN ROWS: SCRIPT's summary of ROWS succeeds and prints a line matching PATTERN.
 expect() {
@@ -36,5 +36,12 @@ for block in 1M 16M; do
 done >"$work/pipeline.jsonl"
 expect pipeline.sh '^gaussian +tcp +1M ' "$work/pipeline.jsonl"
 expect pipeline.sh '^gaussian +tcp +16M ' "$work/pipeline.jsonl"
+
+# env-ab.sh: AB_ARGS may compare without checking (-c 0), whose rows' "wrong" is null.
+source "$here/gpu/json-rows.bash"
+for side in A B; do
+  run allreduce --ranks 2 --tls tcp --compress off -b 64K -e 64K -n 1 -w 0 -c 0 | tag_rows "\"side\":\"$side\",\"round\":1"
+done >"$work/env-ab.jsonl"
+expect env-ab.sh '^allreduce +host +tcp +2 +off +65536 ' "$work/env-ab.jsonl"
 
 ((failures == 0)) || { echo "$failures summary(ies) failed"; exit 1; }

@@ -60,7 +60,8 @@ done
 python3 - "$rows" <<'EOF'
 import collections, json, statistics, sys
 rows = [r for r in map(json.loads, open(sys.argv[1])) if "time_us" in r]  # not sendrecv's latency row
-print(f"{len(rows)} rows, {sum(r['wrong'] for r in rows)} wrong elements")
+checked = [r["wrong"] for r in rows if r["wrong"] is not None]  # null: -c 0 compared nothing
+print(f"{len(rows)} rows, {len(checked)} checked, {sum(checked)} wrong elements")
 times = collections.defaultdict(list)
 for r in rows:
     times[(r["bench"], r["memory"], r["tls"], r["ranks"], r["compress"], r["size"], r["side"])].append(r["time_us"])
