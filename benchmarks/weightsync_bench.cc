@@ -98,12 +98,19 @@ std::vector<uint8_t> Stamped(const std::vector<uint8_t>& contents, uint64_t inde
   return stamped;
 }
 
-// One sync: rank 0 sends every tensor to every receiver, or broadcasts each; returns the slowest
-// rank's seconds.
-absl::StatusOr<double> SyncOnce(Communicator& comm, std::vector<std::unique_ptr<TensorBuffer>>& buffers,
-                                const std::vector<TensorSpec>& model, DataType dtype, CompressionMode mode,
-                                bool broadcast) {
+// One sync's time, the slowest rank's, and the bytes this rank sent in it: those of the barrier
+// before it and of the exchange of the times after it, no part of the sync, left out.
+struct Sync {
+  double seconds = 0;
+  uint64_t payload = 0, wire = 0;
+};
+
+// One sync: rank 0 sends every tensor to every receiver, or broadcasts each.
+absl::StatusOr<Sync> SyncOnce(Communicator& comm, std::vector<std::unique_ptr<TensorBuffer>>& buffers,
+                              const std::vector<TensorSpec>& model, DataType dtype, CompressionMode mode,
+                              bool broadcast) {
   if (absl::Status s = Barrier(comm); !s.ok()) return s;
+  const CommunicatorStats before = comm.stats();
   const absl::Time start = absl::Now();
   std::vector<Operation> groups;
   if (broadcast) {
@@ -129,9 +136,13 @@ absl::StatusOr<double> SyncOnce(Communicator& comm, std::vector<std::unique_ptr<
   for (const Operation& group : groups) {
     if (absl::Status s = group.Wait(kWait); !s.ok()) return s;
   }
-  absl::StatusOr<std::vector<double>> all = GatherDoubles(comm, {absl::ToDoubleSeconds(absl::Now() - start)});
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  const CommunicatorStats after = comm.stats();
+  absl::StatusOr<std::vector<double>> all = GatherDoubles(comm, {seconds});
   if (!all.ok()) return all.status();
-  return *std::max_element(all->begin(), all->end());
+  return Sync{.seconds = *std::max_element(all->begin(), all->end()),
+              .payload = after.payload_bytes_sent - before.payload_bytes_sent,
+              .wire = after.wire_bytes_sent - before.wire_bytes_sent};
 }
 
 absl::Status RunRank() {
@@ -188,8 +199,8 @@ absl::Status RunRank() {
   std::map<CompressionMode, double> payload, wire;
   absl::Status warm = WarmUp(comm, WarmupDuration(), [&]() -> absl::Status {
     for (CompressionMode m : modes) {
-      if (absl::StatusOr<double> seconds = SyncOnce(comm, buffers, *model, *dtype, m, broadcast); !seconds.ok()) {
-        return seconds.status();
+      if (absl::StatusOr<Sync> sync = SyncOnce(comm, buffers, *model, *dtype, m, broadcast); !sync.ok()) {
+        return sync.status();
       }
     }
     return absl::OkStatus();
@@ -198,13 +209,14 @@ absl::Status RunRank() {
   for (int i = 0; i < absl::GetFlag(FLAGS_warmup) + iterations; ++i) {
     for (size_t turn = 0; turn < modes.size(); ++turn) {
       const CompressionMode m = modes[ModeOfTurn(i, turn, modes.size())];
-      const CommunicatorStats before = comm.stats();
-      absl::StatusOr<double> seconds = SyncOnce(comm, buffers, *model, *dtype, m, broadcast);
-      if (!seconds.ok()) return seconds.status();
-      const CommunicatorStats after = comm.stats();
-      payload[m] += after.payload_bytes_sent - before.payload_bytes_sent;
-      wire[m] += after.wire_bytes_sent - before.wire_bytes_sent;
-      if (i >= absl::GetFlag(FLAGS_warmup)) times[m].push_back(*seconds);
+      absl::StatusOr<Sync> sync = SyncOnce(comm, buffers, *model, *dtype, m, broadcast);
+      if (!sync.ok()) return sync.status();
+      // The ratio, as the time, of the timed syncs alone: in the warm-up syncs auto is still
+      // measuring the link's rates, and what it sends there need not be what it settles on.
+      if (i < absl::GetFlag(FLAGS_warmup)) continue;
+      times[m].push_back(sync->seconds);
+      payload[m] += sync->payload;
+      wire[m] += sync->wire;
     }
   }
   // One more sync per mode into cleared buffers, checked byte by byte on the receivers.
@@ -215,8 +227,8 @@ absl::Status RunRank() {
         if (absl::Status s = buffer->Clear(); !s.ok()) return s;
       }
     }
-    if (absl::StatusOr<double> seconds = SyncOnce(comm, buffers, *model, *dtype, m, broadcast); !seconds.ok()) {
-      return seconds.status();
+    if (absl::StatusOr<Sync> sync = SyncOnce(comm, buffers, *model, *dtype, m, broadcast); !sync.ok()) {
+      return sync.status();
     }
     uint64_t mine = 0;
     for (size_t i = 0; comm.rank() != 0 && i < model->size(); ++i) {
