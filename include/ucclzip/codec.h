@@ -61,8 +61,8 @@ struct FramePlan {
 // Validates the options against the type and count; errors name both.
 absl::StatusOr<FramePlan> PlanFrame(DataType dtype, uint64_t count, const CodecOptions& options = {});
 
-// Output capacity that suffices for any options: the stored size plus at most 576 bytes of
-// header and table and 0.2 % of index.
+// Output capacity that suffices for any options: the stored size plus at most 640 bytes of
+// header, table, the indexes' first entries and alignment, and 0.2 % of index (0.4 % for fp8).
 uint64_t MaxFrameBytes(DataType dtype, uint64_t count);
 
 // The largest head (header, table and index: PlanFrame's raw_offset) of a frame of at most
