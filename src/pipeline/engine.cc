@@ -73,7 +73,7 @@ Engine::Engine(TransportLanes& lanes, const CommunicatorOptions& options,
       next_recv_sequence_(lanes.size()),
       recv_out_of_step_(lanes.size()),
       cpu_codec_threads_(std::move(cpu_codec_threads)),
-      host_jobs_(std::make_unique<HostCodecJobs>([this] { Wake(); })),
+      host_jobs_(std::make_unique<HostCodecJobs>(cpu_codec_threads_.get(), [this] { Wake(); })),
       policy_(options.min_compress_bytes),
       send_window_(lanes.size(), options.device_slots, std::max<uint64_t>(options.pipeline_block_bytes, 1)),
       host_frames_ahead_(lanes.size(), kEncodeAheadBlocks),
@@ -423,7 +423,6 @@ void Engine::Loop() {
   context.max_run_bytes =
       std::min<uint64_t>(kMaxRunBytes, uint64_t{transport::kMaxBlocks - 1} * *lanes_.options().block_bytes);
   context.stats = &stats_;
-  context.cpu_codec_threads = cpu_codec_threads_.get();
   context.host_jobs = host_jobs_.get();
   context.wake = [this](const absl::Status&) { Wake(); };
   bool stopping = false;

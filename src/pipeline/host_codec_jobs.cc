@@ -4,7 +4,8 @@
 
 namespace ucclzip::pipeline {
 
-HostCodecJobs::HostCodecJobs(std::function<void()> wake) : wake_(std::move(wake)) {
+HostCodecJobs::HostCodecJobs(HostCodecThreads* threads, std::function<void()> wake)
+    : threads_(threads), wake_(std::move(wake)) {
   thread_ = std::thread([this] { Loop(); });
   pthread_setname_np(thread_.native_handle(), "ucclzip-hostcodec");
 }
@@ -17,12 +18,16 @@ HostCodecJobs::~HostCodecJobs() {
   thread_.join();
 }
 
-std::shared_ptr<const HostCodecJobs::Job> HostCodecJobs::Run(uint64_t bytes,
-                                                             std::function<absl::StatusOr<uint64_t>()> work) {
+std::shared_ptr<const HostCodecJobs::Job> HostCodecJobs::Run(uint64_t bytes, Work work) {
   auto job = std::make_shared<Job>();
   job->work_ = std::move(work);
   if (bytes < kQueuedBytes) {
-    Execute(*job);
+    HostCodecThreads* threads = nullptr;
+    {
+      absl::MutexLock lock(&mutex_);
+      if (!running_) threads = threads_;
+    }
+    Execute(*job, threads);
     return job;
   }
   absl::MutexLock lock(&mutex_);
@@ -30,9 +35,9 @@ std::shared_ptr<const HostCodecJobs::Job> HostCodecJobs::Run(uint64_t bytes,
   return job;
 }
 
-void HostCodecJobs::Execute(Job& job) {
+void HostCodecJobs::Execute(Job& job, HostCodecThreads* threads) {
   const absl::Time start = absl::Now();
-  job.result_ = job.work_();
+  job.result_ = job.work_(threads);
   job.took_ = absl::Now() - start;
   job.work_ = nullptr;  // what it captured goes now, on this thread
   job.done_.store(true, std::memory_order_release);
@@ -48,8 +53,13 @@ void HostCodecJobs::Loop() {
       if (queue_.empty()) return;  // stopping, with nothing left to run
       job = std::move(queue_.front());
       queue_.pop_front();
+      running_ = true;
     }
-    Execute(*job);
+    Execute(*job, threads_);
+    {
+      absl::MutexLock lock(&mutex_);
+      running_ = false;
+    }
     wake_();
   }
 }

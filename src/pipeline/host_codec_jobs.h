@@ -15,11 +15,16 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "ucclzip/codec.h"
 
 namespace ucclzip::pipeline {
 
 class HostCodecJobs {
  public:
+  // A job's work, given the codec threads it may use: the communicator's, or none (null: it runs
+  // on its own thread alone).
+  using Work = std::function<absl::StatusOr<uint64_t>(HostCodecThreads* threads)>;
+
   // What a job gives back; the pipeline thread reads it once done() is true.
   class Job {
    public:
@@ -29,14 +34,15 @@ class HostCodecJobs {
 
    private:
     friend class HostCodecJobs;
-    std::function<absl::StatusOr<uint64_t>()> work_;
+    Work work_;
     absl::StatusOr<uint64_t> result_ = uint64_t{0};
     absl::Duration took_;
     std::atomic<bool> done_{false};
   };
 
-  // `wake` runs on the worker after each job (the pipeline thread's wake-up).
-  explicit HostCodecJobs(std::function<void()> wake);
+  // `threads`: the CPU codec's threads the jobs use (may be null); `wake` runs on the worker
+  // after each job (the pipeline thread's wake-up).
+  HostCodecJobs(HostCodecThreads* threads, std::function<void()> wake);
   // Runs what is queued, then stops.
   ~HostCodecJobs();
   HostCodecJobs(const HostCodecJobs&) = delete;
@@ -45,18 +51,23 @@ class HostCodecJobs {
   // Queues `work` on `bytes` of payload, which must leave alone what the pipeline thread uses
   // until the job is done. Below kQueuedBytes it runs at once, on the calling thread: there
   // the hand-off to the worker and back costs more than it saves (4 ranks' 1 MB allreduces on
-  // the CPU machine took 11 % longer with every host reduction queued).
-  std::shared_ptr<const Job> Run(uint64_t bytes, std::function<absl::StatusOr<uint64_t>()> work);
+  // the CPU machine took 11 % longer with every host reduction queued). Such a job gets the
+  // codec threads only while the worker is not running a job: the worker's job holds them, and
+  // the small job would wait for all of it (a 16 MB encode) and count that wait as its own time,
+  // which the policy reads as the CPU codec's speed.
+  std::shared_ptr<const Job> Run(uint64_t bytes, Work work);
 
   static constexpr uint64_t kQueuedBytes = uint64_t{1} << 20;
 
  private:
   void Loop();
-  static void Execute(Job& job);
+  static void Execute(Job& job, HostCodecThreads* threads);
 
+  HostCodecThreads* const threads_;
   const std::function<void()> wake_;
   absl::Mutex mutex_;
   std::deque<std::shared_ptr<Job>> queue_ ABSL_GUARDED_BY(mutex_);
+  bool running_ ABSL_GUARDED_BY(mutex_) = false;  // the worker is running a job
   bool stopping_ ABSL_GUARDED_BY(mutex_) = false;
   std::thread thread_;
 };

@@ -92,7 +92,6 @@ struct TaskContext {
   uint64_t max_run_bytes = kMaxRunBytes;
   transport::CompletionCallback wake;  // given to every transport request
   CommunicatorStats* stats = nullptr;
-  HostCodecThreads* cpu_codec_threads = nullptr;  // the CPU codec's threads, for host buffers
   HostCodecJobs* host_jobs = nullptr;  // where the CPU codec runs them
   // Per peer, whether every earlier task has started all its sends to the peer (posted all its
   // receives from it): a link's blocks start, and take their slots, in call order across tasks,

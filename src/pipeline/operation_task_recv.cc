@@ -382,8 +382,7 @@ void OperationTask::ProcessOnHost(TaskContext& context, RecvBlock& block, const 
                                   uint8_t* result, const uint8_t* local) {
   const uint64_t elements = BlockElements(spec_.schedule.recvs[block.step].count, block.index);
   const uint8_t* frame = block.header.kind == BlockKind::kFrame ? block.host_frame.get() : nullptr;
-  auto work = [=, frame_bytes = block.frame_bytes, dtype = spec_.dtype,
-               threads = context.cpu_codec_threads]() -> absl::StatusOr<uint64_t> {
+  auto work = [=, frame_bytes = block.frame_bytes, dtype = spec_.dtype](HostCodecThreads* threads) -> absl::StatusOr<uint64_t> {
     if (frame != nullptr) {
       if (absl::Status s = DecompressHost(frame, frame_bytes, dtype, decoded, elements, threads); !s.ok()) return s;
     }

@@ -285,7 +285,7 @@ void OperationTask::StartHostFrame(TaskContext& context, SendBlock& block, const
   block.host_job = context.host_jobs->Run(
       elements * ElementSize(spec_.dtype),
       [source, elements, dtype = spec_.dtype, frame = block.host_frame.get(), capacity = block.plan.max_frame_bytes,
-       options = CodecOptions{.lane_symbols = block.plan.lane_symbols}, threads = context.cpu_codec_threads] {
+       options = CodecOptions{.lane_symbols = block.plan.lane_symbols}](HostCodecThreads* threads) {
         return CompressHost(source, elements, dtype, frame, capacity, options, threads);
       });
   block.stage = SendStage::kEncoding;
