@@ -76,7 +76,10 @@ void CompressionPolicy::HostEncoded(uint64_t bytes, absl::Duration took) {
   if (bytes >= min_compress_bytes_) host_codec_time_ += took;
 }
 
-void CompressionPolicy::HostDecoded(absl::Duration took) { host_decode_pending_ += took; }
+void CompressionPolicy::HostDecoded(absl::Duration took) {
+  host_decode_pending_ += took;
+  ++host_decodes_pending_;
+}
 
 void CompressionPolicy::DeviceEncoded(uint64_t bytes, absl::Time started, absl::Time now) {
   if (bytes < min_compress_bytes_) return;
@@ -121,6 +124,7 @@ uint64_t CompressionPolicy::PlainSendStarted(int peer, transport::MemoryType mem
   if (memory == transport::MemoryType::kHost) {
     SampleHostCodec();
     host_decode_pending_ = absl::ZeroDuration();  // the decodes so far went with plain blocks
+    host_decodes_pending_ = 0;
   }
   return Link(peer).Join(LinkKind(memory, false), bytes, now, now);
 }
@@ -141,8 +145,11 @@ uint64_t CompressionPolicy::CompressedSendStarted(int peer, transport::MemoryTyp
   if (memory == transport::MemoryType::kHost) {
     // This frame's encode (for a frame of this rank's) has been reported, and the decodes since
     // the last send go with it: the sample then covers whole frames.
-    host_codec_time_ += host_decode_pending_;
+    if (host_decodes_pending_ > 0) {
+      host_codec_time_ += host_decode_pending_ * std::min(host_decodes_pending_, kDecodesPerFrame) / host_decodes_pending_;
+    }
     host_decode_pending_ = absl::ZeroDuration();
+    host_decodes_pending_ = 0;
     host_frame_bytes_ += bytes;
     SampleHostCodec();
   }

@@ -153,7 +153,10 @@ class CompressionPolicy {
   // Compressed bytes sent on host memory per second of CPU codec work, a moving average; what
   // the next sample covers; and the decodes since the last host send, which go with the next
   // frame, or are dropped if a plain block comes first (a rank that sends plainly has no frame
-  // to charge them to).
+  // to charge them to). A frame is charged at most kDecodesPerFrame of them (their mean time
+  // each): a rank of a ring decodes about one block per block it sends, and a rank that only
+  // received for a while (a chain's tail) has a stretch of decodes that belong to no send.
+  static constexpr int kDecodesPerFrame = 2;
   ByteTimeAverage host_codec_;
   // The device codec's rate, and when the last encode it has seen ended.
   RateMeter device_codec_;
@@ -161,6 +164,7 @@ class CompressionPolicy {
   uint64_t host_frame_bytes_ = 0;
   absl::Duration host_codec_time_ = absl::ZeroDuration();
   absl::Duration host_decode_pending_ = absl::ZeroDuration();
+  int host_decodes_pending_ = 0;
 };
 
 }  // namespace ucclzip::pipeline

@@ -134,6 +134,18 @@ TEST(CompressionPolicy, OnHostMemoryTheDecodesOfARingCountAgainstItsFrames) {
   EXPECT_GE(Compressed(sender, 1, kHost, 4000), 3990);
 }
 
+// A rank that only received for a while (the tail of a broadcast chain) decoded many frames with
+// no send to charge them to; its next frames are charged a ring's share of them, at most two
+// decodes a frame, not all of them at once: that sample alone pulled the host codec's rate far
+// enough down that auto sent plainly for thousands of blocks where frames paid.
+TEST(CompressionPolicy, OnHostMemoryAStretchOfDecodesWithoutSendsIsNotChargedToOneFrame) {
+  CompressionPolicy policy(4096);
+  Observe(policy, 1, kHost, 1.2e9, 1.8e9);
+  for (int i = 0; i < 500; ++i) policy.HostDecoded(absl::Seconds(kBig / 2.4e9));
+  CodeOnHost(policy, 1, 1.6e9, 0);
+  EXPECT_GE(Compressed(policy, 1, kHost, 4000), 3990);
+}
+
 // Frames between plain blocks (tensors that do not compress, sent plainly) still measure the
 // encoder: a 0.8 GB/s encoder against a 1.3 GB/s link, every other block plain.
 TEST(CompressionPolicy, OnHostMemoryFramesBetweenPlainBlocksStillMeasureTheEncoder) {
