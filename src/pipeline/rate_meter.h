@@ -11,6 +11,7 @@
 // Pipeline thread only; times are passed in, so tests can drive it with any clock.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 
@@ -20,14 +21,23 @@ namespace ucclzip::pipeline {
 
 // Moving averages of samples' bytes and of their time, whose quotient is the rate: unlike an
 // average of the samples' rates, a sample of little time cannot pull it far up (see above).
+// Nor can a sample of much time pull it far down: a sample is taken at most kMostStretch times
+// the average's time per byte. A block charged the time its receiver was away (the gap between
+// a benchmark's phases, a peer busy elsewhere) once came to 828 ms for 16 MB where its kind took
+// 2 ms (H100 run s26-2, staged shm): that one sample held auto's compressed estimate at 5.0 GB/s
+// against the 7.8 that compressing delivered, and auto sent plainly a third of the time. Bounded
+// so, the average's time grows at most 1.45 times a sample, as it shrinks at most 1 / 0.7 times:
+// a link that really slowed down is followed within a few samples.
 class ByteTimeAverage {
  public:
   // Weight of a new sample in the averages.
   static constexpr double kWeight = 0.3;
+  static constexpr double kMostStretch = 2.5;
 
   // A sample of no time says nothing of a rate and is left out.
   void Add(double bytes, double seconds) {
     if (seconds <= 0) return;
+    if (sampled_) seconds = std::min(seconds, kMostStretch * bytes * seconds_ / bytes_);
     bytes_ = sampled_ ? (1 - kWeight) * bytes_ + kWeight * bytes : bytes;
     seconds_ = sampled_ ? (1 - kWeight) * seconds_ + kWeight * seconds : seconds;
     sampled_ = true;

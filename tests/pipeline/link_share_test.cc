@@ -1,7 +1,8 @@
 // The link's time shared among the blocks on it, with the clock injected: blocks taken in turn
 // are charged their own turns, blocks moved together what their bytes took at their own kind's
 // speed, a frame's encode only the idle time it caused, and blocks that shared the link with
-// another kind are no sample of their kind's speed.
+// another kind are no sample of their kind's speed; and the averages under the rates, which one
+// slow sample moves only so far.
 #include "pipeline/link_share.h"
 
 #include <gtest/gtest.h>
@@ -123,6 +124,22 @@ TEST(LinkShare, BlocksThatSharedTheLinkWithAnotherKindAreNoSampleOfTheirKindsSpe
   }
   EXPECT_NEAR(*link.wire_rate(kPlain), kMB / 1e-3, 1e3);
   EXPECT_NEAR(*link.wire_rate(kFrame), kMB / 2e-3, 1e3);
+}
+
+// One sample far slower than the average (a block charged the time its receiver was away:
+// 828 ms for 16 MB where its kind took 2 ms, H100 run s26-2) moves the rate at most by the
+// bound, where it once pulled it 17-fold; a link that really slowed down is followed all the same.
+TEST(ByteTimeAverage, OneSlowSampleMovesTheRateByAtMostTheBound) {
+  constexpr double k16MB = 16.0 * kMB;
+  ByteTimeAverage average;
+  for (int i = 0; i < 10; ++i) average.Add(k16MB, 0.002);
+  const double before = *average.rate();
+  EXPECT_NEAR(before, k16MB / 0.002, 1);
+  average.Add(k16MB, 0.828);
+  EXPECT_GE(*average.rate(), before / 1.5);
+  // Ten times slower from here on: within 10 % of the new rate after a dozen samples.
+  for (int i = 0; i < 12; ++i) average.Add(k16MB, 0.02);
+  EXPECT_NEAR(*average.rate(), k16MB / 0.02, 0.1 * k16MB / 0.02);
 }
 
 }  // namespace
