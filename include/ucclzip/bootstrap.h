@@ -33,7 +33,8 @@ struct BootstrapConfig {
   // Deadline for the whole rendezvous; an error then names the ranks that never arrived.
   absl::Duration timeout = absl::Seconds(60);
   // Rank 0 only: an already listening TCP socket to accept on instead of binding host:port
-  // (a launcher that reserved the port hands it down; the socket is adopted and closed).
+  // (a launcher that reserved the port hands it down; the socket is adopted and closed). Another
+  // rank's is closed unused.
   int listen_fd = -1;
 };
 

@@ -175,6 +175,8 @@ absl::StatusOr<std::unique_ptr<Bootstrap>> Bootstrap::Create(const BootstrapConf
     if (config.listen_fd >= 0) Socket adopted(config.listen_fd);  // adopted even when unusable: never leaked
     return s;
   }
+  // Only rank 0 listens; a socket handed to another rank is closed here, not leaked with its port.
+  if (config.rank != 0 && config.listen_fd >= 0) Socket unused(config.listen_fd);
   const absl::Time start = absl::Now(), deadline = start + config.timeout;
   UCCLZIP_LOG(kDebug) << "rank " << config.rank << " of " << config.world_size << ": bootstrap rendezvous at "
                       << config.host << ":" << config.port << (config.listen_fd >= 0 ? " (inherited socket)" : "");

@@ -3,6 +3,7 @@
 // must reach every rank.
 #include "transport/bootstrap.h"
 
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <time.h>
 
@@ -60,6 +61,23 @@ TEST(Bootstrap, AllGatherBarrierAndPointToPointAmongFourRanks) {
     EXPECT_EQ(b.Send(next, uint64_t{1} << 63, "x", deadline).code(), absl::StatusCode::kInvalidArgument);
     EXPECT_EQ(b.Send(rank, 1, "x", deadline).code(), absl::StatusCode::kInvalidArgument);
   });
+}
+
+// Only rank 0 listens: an inherited listening socket handed to another rank is closed by the
+// bootstrap, as rank 0's is once it is done, not leaked with its port.
+TEST(Bootstrap, AnotherRanksInheritedSocketIsClosed) {
+  int handed = -1;
+  RunThreads(2, [&](int rank, BootstrapConfig config) {
+    if (rank == 1) {
+      absl::StatusOr<ReservedPort> spare = ReservePort("127.0.0.1");
+      ASSERT_TRUE(spare.ok()) << spare.status();
+      config.listen_fd = handed = spare->listen_fd;
+    }
+    absl::StatusOr<std::unique_ptr<Bootstrap>> bootstrap = Bootstrap::Create(config);
+    ASSERT_TRUE(bootstrap.ok()) << bootstrap.status();
+  });
+  ASSERT_GE(handed, 0);
+  EXPECT_EQ(fcntl(handed, F_GETFD), -1) << "fd " << handed << " is still open";
 }
 
 TEST(Bootstrap, ReservePortNamesAnAddressItCannotUse) {
