@@ -43,11 +43,11 @@ namespace pipeline {
 struct Call;
 }
 
-// Whether a message is compressed. kAuto compresses a block of a floating-point message of at
-// least `min_compress_bytes` only where the compressed pipeline is expected to finish first,
-// from the link and codec rates it measures as it runs (docs/PIPELINE.md, "Compress or not"),
-// and stops (for a while) for a tensor whose last block did not shrink by 5 %. kOn compresses
-// every floating-point block; other types never are.
+// Whether a message is compressed. kAuto compresses a block of at least `min_compress_bytes` of
+// a compressible type (IsCompressibleType: bf16, fp16, fp32, fp8) only where the compressed
+// pipeline is expected to finish first, from the link and codec rates it measures as it runs
+// (docs/PIPELINE.md, "Compress or not"), and stops (for a while) for a tensor whose last block did not shrink by 5 %. kOn compresses
+// every block of those types; other types, fp64 included, never are.
 enum class CompressionMode : uint8_t { kAuto = 0, kOn = 1, kOff = 2 };
 
 // Every field's default can also come from a UCCLZIP_* environment variable, for a field the
@@ -136,7 +136,7 @@ struct CommunicatorOptions {
   // blocks, and then outran the tree. Every rank must use the same; 0 sends every broadcast
   // along the chain.
   size_t tree_broadcast_bytes = size_t{2} << 20;
-  // kAuto leaves messages smaller than this uncompressed.
+  // kAuto leaves pipeline blocks smaller than this uncompressed.
   size_t min_compress_bytes = size_t{256} << 10;
   // How many pipeline blocks may be on their way to one peer at once (a plain run of a Send's
   // consecutive uncompressed blocks, one transfer, counting as one; a chain's blocks go one at a

@@ -7,8 +7,9 @@
 
 namespace ucclzip {
 
-// Element type of a buffer. The floating-point types are compressed; every other type travels
-// (and is framed) uncompressed. The numeric values are part of the frame format: never renumber.
+// Element type of a buffer. bf16, fp16, fp32 and fp8 are compressed (IsCompressibleType); every
+// other type, fp64 included, travels (and is framed) uncompressed. The numeric values are part
+// of the frame format: never renumber.
 enum class DataType : uint8_t {
   kRaw = 0,         // opaque bytes, element size 1
   kBFloat16 = 1,
