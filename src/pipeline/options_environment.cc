@@ -12,6 +12,7 @@
 #include "absl/strings/string_view.h"
 #include "logging/logging.h"
 #include "pipeline/transport_lanes.h"
+#include "transport/transport_options.h"
 
 namespace ucclzip::pipeline {
 namespace {
@@ -20,8 +21,9 @@ namespace {
 // is an error that names the variable.
 constexpr int kMaxCpuCodecThreads = 256;
 
-// A byte count: digits, optionally followed by K, M or G (powers of 1024).
-absl::StatusOr<size_t> ParseBytes(absl::string_view text, size_t min) {
+// A byte count: digits, optionally followed by K, M or G (powers of 1024), from `min` to `max`.
+absl::StatusOr<size_t> ParseBytes(absl::string_view text, size_t min,
+                                  size_t max = std::numeric_limits<size_t>::max()) {
   absl::string_view digits = absl::StripAsciiWhitespace(text);
   size_t multiplier = 1;
   if (!digits.empty()) {
@@ -38,6 +40,7 @@ absl::StatusOr<size_t> ParseBytes(absl::string_view text, size_t min) {
     return absl::InvalidArgumentError("expected a byte count such as 65536, 64K, 16M or 1G");
   }
   if (value * multiplier < min) return absl::InvalidArgumentError(absl::StrCat("must be at least ", min, " bytes"));
+  if (value * multiplier > max) return absl::InvalidArgumentError(absl::StrCat("must be at most ", max, " bytes"));
   return value * multiplier;
 }
 
@@ -108,7 +111,11 @@ absl::StatusOr<CommunicatorOptions> WithEnvironmentDefaults(const CommunicatorOp
       Apply(rank, "UCCLZIP_SHUTDOWN_TIMEOUT", &O::shutdown_timeout, [](absl::string_view v) { return ParseTime(v, true); },
             options),
       Apply(rank, "UCCLZIP_BLOCK_BYTES", &O::block_bytes,
-            [](absl::string_view v) -> absl::StatusOr<std::optional<size_t>> { return ParseBytes(v, 1); }, options),
+            [](absl::string_view v) -> absl::StatusOr<std::optional<size_t>> {
+              // Transport::Create's limit, checked here too so that it names the variable.
+              return ParseBytes(v, 1, transport::kMaxBlockBytes);
+            },
+            options),
       Apply(rank, "UCCLZIP_PIPELINE_BLOCK_BYTES", &O::pipeline_block_bytes,
             [](absl::string_view v) { return ParseBytes(v, ElementSize(DataType::kFloat64)); }, options),
       Apply(rank, "UCCLZIP_MIN_PIPELINE_BLOCK_BYTES", &O::min_pipeline_block_bytes,

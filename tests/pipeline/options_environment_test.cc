@@ -102,7 +102,7 @@ TEST_F(OptionsEnvironmentTest, BadValuesAreNamed) {
   const std::vector<std::pair<const char*, const char*>> bad = {
       {"UCCLZIP_COMPRESS", "sometimes"},       {"UCCLZIP_OP_TIMEOUT", "0"},
       {"UCCLZIP_OP_TIMEOUT", "soon"},          {"UCCLZIP_OP_TIMEOUT", "nan"},          {"UCCLZIP_SHUTDOWN_TIMEOUT", "-1s"},
-      {"UCCLZIP_BLOCK_BYTES", "0"},            {"UCCLZIP_BLOCK_BYTES", "4 MB"},
+      {"UCCLZIP_BLOCK_BYTES", "0"},            {"UCCLZIP_BLOCK_BYTES", "4 MB"},         {"UCCLZIP_BLOCK_BYTES", "17G"},
       {"UCCLZIP_PIPELINE_BLOCK_BYTES", "-16M"}, {"UCCLZIP_STAGING_POOL_BYTES", "99999999999999999999G"},
       {"UCCLZIP_MIN_PIPELINE_BLOCK_BYTES", "0"},
       {"UCCLZIP_DEVICE_SLOTS", "0"},           {"UCCLZIP_DEVICE_SLOTS", "two"},
