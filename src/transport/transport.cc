@@ -96,7 +96,7 @@ absl::StatusOr<std::unique_ptr<Transport>> Transport::Create(Bootstrap& bootstra
     }
     if (r == 0) communicator_id = id;
     if (block_bytes != *options.block_bytes) {
-      return absl::InvalidArgumentError(absl::StrCat("rank ", rank, ": block size ", *options.block_bytes,
+      return absl::InvalidArgumentError(absl::StrCat("rank ", rank, ": block_bytes ", *options.block_bytes,
                                                      " differs from rank ", r, "'s ", block_bytes,
                                                      "; every rank must use the same"));
     }

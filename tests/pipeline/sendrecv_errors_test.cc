@@ -436,6 +436,18 @@ TEST(PipelineErrors, RanksWhoseBlockSizesDifferFailCreation) {
   }));
 }
 
+// The transport's blocks too: the error names the option, as CONFIGURATION.md promises.
+TEST(PipelineErrors, RanksWhoseTransportBlocksDifferFailCreationNamingTheOption) {
+  ExpectRanksSucceeded(RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
+    transport::TransportOptions options = ShortTimeoutOptions();
+    options.block_bytes = context.rank == 1 ? size_t{1} << 20 : size_t{4} << 20;
+    const std::string theirs = context.rank == 1 ? "4194304" : "1048576";
+    return ExpectError(CreateCommunicator(context, options).status(), absl::StatusCode::kInvalidArgument,
+                       {absl::StrCat("rank ", context.rank, ": block_bytes"), "differs from rank", theirs},
+                       "different transport blocks");
+  }));
+}
+
 // Every rank of an allreduce picks its algorithm by this size: ranks that would pick differently
 // fail at creation, not in their first allreduce.
 TEST(PipelineErrors, RanksWhoseRecursiveDoublingSizesDifferFailCreation) {
