@@ -94,7 +94,7 @@ struct CommunicatorOptions {
   // How long a waiting caller busy-polls its operation before it sleeps, and the pipeline
   // thread its next event. Polling saves the ~10 us of a sleeping thread's wake-up on small
   // messages, but only pays where cores are free: unset means 50 us on machines of 8 or more
-  // cores, no polling below that.
+  // cores, no polling below that; 0 or less never polls.
   std::optional<absl::Duration> wait_spin;
 
   // Whether an operation on a stream keeps NCCL's stream order: later work queued on it waits
