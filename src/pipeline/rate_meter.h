@@ -22,10 +22,10 @@ namespace ucclzip::pipeline {
 // Moving averages of samples' bytes and of their time, whose quotient is the rate: unlike an
 // average of the samples' rates, a sample of little time cannot pull it far up (see above).
 // Nor can a sample of much time pull it far down: a sample is taken at most kMostStretch times
-// the average's time per byte. A block charged the time its receiver was away (the gap between
-// a benchmark's phases, a peer busy elsewhere) once came to 828 ms for 16 MB where its kind took
-// 2 ms (H100 run s26-2, staged shm): that one sample held auto's compressed estimate at 5.0 GB/s
-// against the 7.8 that compressing delivered, and auto sent plainly a third of the time. Bounded
+// the average's time per byte. Frames charged the time their receiver was away (the gap between
+// a benchmark's phases, a peer busy elsewhere) came to 70 ms for 4 MB and 828 ms for 16 MB where
+// most took about 2 ms for 16 MB (H100 run s26-2, staged shm): such samples held auto's
+// compressed estimate near 5 GB/s, a near tie with plain, while compressing delivered 7.8. Bounded
 // so, the average's time grows at most 1.45 times a sample, as it shrinks at most 1 / 0.7 times:
 // a link that really slowed down is followed within a few samples.
 class ByteTimeAverage {

@@ -126,9 +126,10 @@ TEST(LinkShare, BlocksThatSharedTheLinkWithAnotherKindAreNoSampleOfTheirKindsSpe
   EXPECT_NEAR(*link.wire_rate(kFrame), kMB / 2e-3, 1e3);
 }
 
-// One sample far slower than the average (a block charged the time its receiver was away:
-// 828 ms for 16 MB where its kind took 2 ms, H100 run s26-2) moves the rate at most by the
-// bound, where it once pulled it 17-fold; a link that really slowed down is followed all the same.
+// One sample far slower than the average (a frame charged the time its receiver was away:
+// 828 ms for 16 MB where most took about 2 ms, H100 run s26-2) moves the rate at most by the
+// bound, where it once pulled it down over a hundredfold; a link that really slowed down is
+// followed all the same.
 TEST(ByteTimeAverage, OneSlowSampleMovesTheRateByAtMostTheBound) {
   constexpr double k16MB = 16.0 * kMB;
   ByteTimeAverage average;
