@@ -2,8 +2,8 @@
 // runs every operation. It lives in the pipeline layer because it joins all of them; the
 // operations themselves (Send, Recv and the collectives) build their schedules in
 // src/collectives and come here through Submit.
+#include <atomic>
 #include <map>
-#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "logging/logging.h"
@@ -78,6 +78,15 @@ std::string StatsSummary(const CommunicatorStats& s) {
                       " B on the wire), received ", s.messages_received, " (", s.payload_bytes_received, " B)");
 }
 
+// This thread's key to its open groups: unique over the process's life, where a std::thread::id
+// is not: a thread that exited inside a group left it open, and a later thread given the same
+// id inherited it, its calls then queued for a GroupEnd that never came.
+uint64_t ThreadToken() {
+  static std::atomic<uint64_t> next{1};
+  thread_local const uint64_t token = next.fetch_add(1, std::memory_order_relaxed);
+  return token;
+}
+
 }  // namespace
 
 struct Communicator::Impl {
@@ -94,7 +103,7 @@ struct Communicator::Impl {
     std::vector<std::shared_ptr<transport::Request>> refused;
   };
   absl::Mutex group_mutex;
-  std::map<std::thread::id, OpenGroup> groups ABSL_GUARDED_BY(group_mutex);
+  std::map<uint64_t, OpenGroup> groups ABSL_GUARDED_BY(group_mutex);  // by ThreadToken()
 };
 
 Communicator::Communicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -150,7 +159,7 @@ Operation Communicator::Refused(const absl::Status& status) {
   failed->Complete(status);
   {
     absl::MutexLock lock(&impl_->group_mutex);
-    auto group = impl_->groups.find(std::this_thread::get_id());
+    auto group = impl_->groups.find(ThreadToken());
     if (group != impl_->groups.end()) group->second.refused.push_back(failed);
   }
   return Operation({failed});
@@ -168,7 +177,7 @@ Operation Communicator::Submit(pipeline::Call call) {
   std::shared_ptr<transport::Request> request = spec->request;
   {
     absl::MutexLock lock(&impl_->group_mutex);
-    auto group = impl_->groups.find(std::this_thread::get_id());
+    auto group = impl_->groups.find(ThreadToken());
     if (group != impl_->groups.end()) {
       // A refused call fails at once, in a group too (its queued places complete only at
       // GroupEnd, whose Operation covers them): its own Operation is a failed one.
@@ -193,7 +202,7 @@ Operation Communicator::Submit(pipeline::Call call) {
 
 void Communicator::GroupStart() {
   absl::MutexLock lock(&impl_->group_mutex);
-  ++impl_->groups[std::this_thread::get_id()].depth;
+  ++impl_->groups[ThreadToken()].depth;
 }
 
 Operation Communicator::GroupEnd() {
@@ -201,7 +210,7 @@ Operation Communicator::GroupEnd() {
   std::vector<std::shared_ptr<transport::Request>> requests;
   {
     absl::MutexLock lock(&impl_->group_mutex);
-    auto group = impl_->groups.find(std::this_thread::get_id());
+    auto group = impl_->groups.find(ThreadToken());
     if (group == impl_->groups.end()) {
       return Failed(absl::FailedPreconditionError(
           absl::StrCat("rank ", rank(), ": GroupEnd without a GroupStart on this thread")));

@@ -3,6 +3,8 @@
 // that group's calls instead of leaving their Operations waiting for ever.
 #include <gtest/gtest.h>
 
+#include <thread>
+
 #include "absl/strings/str_cat.h"
 #include "pipeline_test_util.h"
 
@@ -43,6 +45,27 @@ TEST(Groups, GroupEndWithoutGroupStartFails) {
     if (absl::Status s = (*comm)->GroupEnd().Wait(absl::Seconds(1)); !s.ok()) return s;
     return ExpectError((*comm)->GroupEnd().Wait(absl::Seconds(1)), absl::StatusCode::kFailedPrecondition,
                        {absl::StrCat("rank ", context.rank), "GroupEnd without a GroupStart"}, "unmatched GroupEnd");
+  }));
+}
+
+// A thread that exits inside a group leaves only that group open: a later thread, which the
+// system may give the same thread id, starts with none of its own (its GroupEnd without a
+// GroupStart fails, as on any new thread), however many threads come and go.
+TEST(Groups, AThreadThatExitsInsideAGroupLeavesNoGroupToTheNext) {
+  ExpectRanksSucceeded(RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
+    auto comm = CreateCommunicator(context, ShortTimeoutOptions());
+    if (!comm.ok()) return comm.status();
+    for (int i = 0; i < 20; ++i) {
+      std::thread([&] { (*comm)->GroupStart(); }).join();
+      absl::Status unmatched;
+      std::thread([&] { unmatched = (*comm)->GroupEnd().Wait(absl::Seconds(1)); }).join();
+      if (absl::Status s = ExpectError(unmatched, absl::StatusCode::kFailedPrecondition, {"GroupEnd without a GroupStart"},
+                                       absl::StrCat("GroupEnd on the thread after one that exited in a group, round ", i));
+          !s.ok()) {
+        return s;
+      }
+    }
+    return absl::OkStatus();
   }));
 }
 
