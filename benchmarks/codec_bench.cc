@@ -84,11 +84,12 @@ double NowUs() {
   return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
+// Times `op` on the host: the median of --iters runs, after --warmup (at least one, for the
+// page faults and caches).
 double TimeCpuUs(const std::function<void()>& op) {
-  op();  // warm-up: page faults and caches
+  for (int i = 0; i < std::max(1, absl::GetFlag(FLAGS_warmup)); ++i) op();
   std::vector<double> us;
-  const int iters = std::max(1, absl::GetFlag(FLAGS_iters) / 4);
-  for (int i = 0; i < iters; ++i) {
+  for (int i = 0; i < std::max(1, absl::GetFlag(FLAGS_iters)); ++i) {
     const double t0 = NowUs();
     op();
     us.push_back(NowUs() - t0);
