@@ -9,6 +9,11 @@
 
 #if defined(__x86_64__)
 
+// GCC 12's AVX-512 intrinsics start from a deliberately undefined vector (`__Y = __Y`), which it
+// then reports as maybe uninitialized wherever they are inlined (GCC bug 105593, fixed in 13).
+#if defined(__GNUC__) && !defined(__clang__) && __GNUC__ < 13
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #include <immintrin.h>
 
 #include <bit>
