@@ -6,6 +6,7 @@
 
 #include "nccl/comm.h"
 #include "nccl/status.h"
+#include "pipeline/stream_order.h"
 
 namespace ucclzip::nccl {
 namespace {
@@ -67,9 +68,15 @@ ncclResult_t GroupEnd() {
   absl::Status status = ended.error;
   status.Update(RunConcurrently(std::move(ended.deferred)));
   std::vector<Operation> posted;
-  for (ncclComm* comm : ended.comms) {
-    posted.push_back(comm->communicator->GroupEnd());
-    comm->Track(posted.back());
+  {
+    // Every communicator's group is posted before any call waits to be done: on the direct
+    // path a call returns only once done, and one on the first communicator would wait for
+    // the ranks of the next ones, which this thread has not posted yet (ncclCommInitAll).
+    pipeline::ReturnWhenDoneScope post_all_first;
+    for (ncclComm* comm : ended.comms) {
+      posted.push_back(comm->communicator->GroupEnd());
+      comm->Track(posted.back());
+    }
   }
   if (ended.wait_at_end) {
     for (const Operation& operation : posted) status.Update(operation.Wait());

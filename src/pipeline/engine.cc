@@ -331,6 +331,7 @@ void Engine::Submit(std::vector<OperationSpec> specs) {
     if (task->spec().stream_order == StreamOrder::kReturnWhenDone) return_when_done.push_back(task->spec().request);
   }
   Queue(std::move(tasks));
+  if (ReturnWhenDoneScope::Keep(return_when_done)) return;
   // As long as a held stream would wait: until the call is done, fails, or reaches its timeout.
   for (const std::shared_ptr<Request>& request : return_when_done) request->Wait(absl::InfiniteFuture()).IgnoreError();
 }

@@ -18,7 +18,11 @@
 //    Host memory there is held all the same, uncounted: the pipeline does no GPU work for it.
 #pragma once
 
+#include <memory>
+#include <vector>
+
 #include "transport/memory_type.h"
+#include "transport/request.h"
 
 namespace ucclzip::pipeline {
 
@@ -37,5 +41,22 @@ inline StreamOrder ChooseStreamOrder(bool hold_caller_stream, bool ucx_moves_dev
   if (memory == transport::MemoryType::kDevice && held_stream_capacity == 0) return StreamOrder::kReturnWhenDone;
   return StreamOrder::kHoldStream;
 }
+
+// One thread that ends the groups of several communicators in turn (the NCCL shim's
+// ncclGroupEnd over the communicators of ncclCommInitAll, one process driving several ranks)
+// must not wait in the first for calls that only the next ones post: it would wait for ever.
+// While a scope is open on a thread, the calls there that return once done return at once
+// instead, and the outermost scope's end waits for all of them.
+class ReturnWhenDoneScope {
+ public:
+  ReturnWhenDoneScope();
+  ~ReturnWhenDoneScope();
+  ReturnWhenDoneScope(const ReturnWhenDoneScope&) = delete;
+  ReturnWhenDoneScope& operator=(const ReturnWhenDoneScope&) = delete;
+
+  // Keeps `requests` for this thread's open scope and returns true; false where none is open
+  // (the caller then waits for them itself).
+  static bool Keep(const std::vector<std::shared_ptr<transport::Request>>& requests);
+};
 
 }  // namespace ucclzip::pipeline

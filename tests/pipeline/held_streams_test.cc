@@ -1,7 +1,7 @@
 // The bound on the callers' streams the pipeline holds at once (held_streams.h): half the
 // hardware queues, none below four, a group takes its room all at once, and a call that finds
-// none waits for it or fails with what to change; and where a call holds its stream at all
-// (stream_order.h). Streams here are only handles.
+// none waits for it or fails with what to change; and where a call holds its stream at all, or
+// returns once done (stream_order.h). Streams here are only handles.
 #include "pipeline/held_streams.h"
 #include "pipeline/stream_order.h"
 
@@ -12,6 +12,8 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
 
 namespace ucclzip::pipeline {
 namespace {
@@ -112,6 +114,34 @@ TEST(HeldStreams, AGroupTakesItsRoomAllAtOnceOrNotAtAll) {
   EXPECT_TRUE(absl::StrContains(never.message(), "holds 3 streams at once")) << never;
   EXPECT_TRUE(absl::StrContains(never.message(), "at most 2")) << never;
   EXPECT_TRUE(streams.Acquire({Stream(1), Stream(2)}, Soon()).ok());
+}
+
+// Calls that return once done wait at once outside a scope, and inside one only when the
+// outermost scope ends, after everything the thread posts in it (ncclGroupEnd over several
+// communicators).
+TEST(StreamOrder, InsideAScopeCallsThatReturnOnceDoneWaitAtItsEnd) {
+  auto pending = std::make_shared<transport::Request>();
+  EXPECT_FALSE(ReturnWhenDoneScope::Keep({pending}));
+  absl::Notification outer_closed;
+  std::thread completer;
+  {
+    ReturnWhenDoneScope outer;
+    {
+      ReturnWhenDoneScope inner;
+      EXPECT_TRUE(ReturnWhenDoneScope::Keep({pending}));
+    }
+    // The inner scope's end waited for nothing: the request is still pending here.
+    EXPECT_FALSE(pending->Test());
+    completer = std::thread([&] {
+      absl::SleepFor(absl::Milliseconds(100));
+      EXPECT_FALSE(outer_closed.HasBeenNotified());
+      pending->Complete(absl::OkStatus());
+    });
+  }
+  outer_closed.Notify();
+  EXPECT_TRUE(pending->Test());
+  completer.join();
+  EXPECT_FALSE(ReturnWhenDoneScope::Keep({pending}));
 }
 
 }  // namespace
