@@ -146,6 +146,54 @@ TEST_F(GpuCodecTest, LargeTensor) {
   CheckAgainstCpuFrame(DataType::kBFloat16, mixed, cpu_frame, {});
 }
 
+// A frame whose coded symbols pass 4 GiB, which a frame of more than 2^32 elements may hold
+// (kMaxFrameCount is 2^33): 7 Gi fp8 elements of 32 equally likely symbols code at about 5 bits
+// each, 4.7 GB. The encoder once summed the chunks' places in u32 bytes, which wrapped there and
+// placed later chunks over earlier ones; the frame then failed to decode. Needs about 32 GiB of
+// free device memory, and skips without it.
+TEST(GpuCodec, CodedSymbolsPastFourGiBDecodeLargeTensor) {
+  UCCLZIP_SKIP_WITHOUT_GPU();
+  constexpr DataType kType = DataType::kFloat8E5M2;
+  constexpr uint64_t kCount = 7ull << 30;
+  const uint64_t capacity = MaxFrameBytes(kType, kCount);
+  size_t free_bytes = 0, total_bytes = 0;
+  UCCLZIP_CUDA_OK(cudaMemGetInfo(&free_bytes, &total_bytes));
+  // The tensor (decoded in place), the frame, the codec's scratch of two bytes an element, slack.
+  const uint64_t needed = kCount + capacity + 2 * kCount + (1ull << 30);
+  if (free_bytes < needed) GTEST_SKIP() << "needs " << needed << " bytes of device memory, " << free_bytes << " free";
+  auto codec = GpuCodec::Create(kCount);
+  ASSERT_TRUE(codec.ok()) << codec.status();
+  cudaStream_t stream = nullptr;
+  UCCLZIP_CUDA_OK(cudaStreamCreate(&stream));
+  const std::unique_ptr<CUstream_st, cudaError_t (*)(cudaStream_t)> stream_owner(stream, cudaStreamDestroy);
+  DeviceBuffer tensor_buffer(kCount), frame_buffer(capacity);
+  uint8_t* const tensor = tensor_buffer.get();
+  uint8_t* const frame = frame_buffer.get();
+  // One 64 MiB tile of random symbols below 32, repeated.
+  constexpr uint64_t kTile = 64ull << 20;
+  std::vector<uint8_t> tile(kTile);
+  std::mt19937_64 rng(7);
+  for (uint8_t& b : tile) b = static_cast<uint8_t>(rng() & 31);
+  for (uint64_t at = 0; at < kCount; at += kTile) {
+    UCCLZIP_CUDA_OK(cudaMemcpy(tensor + at, tile.data(), kTile, cudaMemcpyHostToDevice));
+  }
+  ASSERT_TRUE((*codec)->Compress(tensor, kCount, kType, frame, capacity, stream).ok());
+  ASSERT_TRUE((*codec)->StreamStatus(stream).ok());
+  const absl::StatusOr<FramePlan> plan = PlanFrame(kType, kCount);
+  ASSERT_TRUE(plan.ok());
+  const uint64_t frame_bytes = FrameBytesOnDevice(frame);
+  EXPECT_GT(frame_bytes - plan->coded_offset, 1ull << 32) << "the coded symbols should pass 4 GiB";
+  UCCLZIP_CUDA_OK(cudaMemset(tensor, 0xFF, kCount));
+  ASSERT_TRUE((*codec)->Decompress(frame, frame_bytes, kType, tensor, kCount, stream).ok());
+  const absl::Status decoded = (*codec)->StreamStatus(stream);
+  EXPECT_TRUE(decoded.ok()) << decoded;
+  std::vector<uint8_t> back(kTile);
+  for (uint64_t at = 0; decoded.ok() && at < kCount; at += kTile) {
+    UCCLZIP_CUDA_OK(cudaMemcpy(back.data(), tensor + at, kTile, cudaMemcpyDeviceToHost));
+    ASSERT_TRUE(back == tile) << "the decoded tensor differs in its tile at element " << at;
+  }
+}
+
 // A failed call's CUDA error is the codec's to report, not the next launch check's: a Create
 // that ran out of device memory left cudaErrorMemoryAllocation behind, and the caller's next
 // cudaGetLastError (PyTorch's check after its next kernel, say) failed a launch that had

@@ -82,7 +82,7 @@ __device__ void StoreCarriedRaw(const EncodeArgs& args, Mode mode, uint64_t firs
 
 // Written by the warp of a tile's first chunk, at `place` in the coded area: the tile's own table
 // of `table_bytes` (none if 0) and the tile's index entry.
-__device__ inline void PlaceTileTable(const EncodeArgs& args, uint32_t tile, uint32_t table_bytes, uint32_t place,
+__device__ inline void PlaceTileTable(const EncodeArgs& args, uint32_t tile, uint32_t table_bytes, uint64_t place,
                                       uint8_t* coded) {
   const uint32_t lane = threadIdx.x;
   const auto* staged = reinterpret_cast<const uint32_t*>(args.tiles.tables + uint64_t{tile} * kMaxTileTableBytes);
@@ -90,7 +90,7 @@ __device__ inline void PlaceTileTable(const EncodeArgs& args, uint32_t tile, uin
   for (uint32_t i = lane; i < table_bytes / 4; i += 32) out[i] = staged[i];
   if (lane == 0) {
     reinterpret_cast<uint32_t*>(args.frame + args.layout.tile_index_offset)[tile] =
-        table_bytes != 0 ? place / 4 : kGlobalTableTile;
+        table_bytes != 0 ? static_cast<uint32_t>(place / 4) : kGlobalTableTile;
   }
 }
 
@@ -184,28 +184,35 @@ __global__ void __launch_bounds__(32) EncodeKernel(EncodeArgs args) {
   const bool starts_tile = (chunk & ((1u << args.layout.tile_chunks_log2) - 1)) == 0;
   const uint32_t placed_table_bytes = starts_tile ? tile_table_bytes : 0;  // placed before this chunk
   const uint32_t scanned_bytes = placed_table_bytes + chunk_bytes;
+  // The look-back sums 4-byte units, as the index counts them (both sizes are multiples of 4): in
+  // bytes its u32 wrapped past 4 GiB of coded symbols, which frames of more than 2^32 elements
+  // may hold (kMaxFrameCount), and placed chunks over earlier ones.
+  const uint32_t scanned_units = scanned_bytes / 4;
 
-  uint32_t place;  // of the table placed before the chunk, if any, else of the chunk
+  uint32_t place_units;  // of the table placed before the chunk, if any, else of the chunk
   if (chunk == 0) {
-    if (lane == 0) args.chunk_scan.SetInclusive(0, scanned_bytes);
-    place = 0;
+    if (lane == 0) args.chunk_scan.SetInclusive(0, scanned_units);
+    place_units = 0;
   } else {
     ChunkPrefixOp prefix(args.chunk_scan, prefix_storage, cuda::std::plus<uint32_t>(), chunk);
-    prefix(scanned_bytes);
+    prefix(scanned_units);
     __syncwarp();
-    place = prefix.GetExclusivePrefix();
+    place_units = prefix.GetExclusivePrefix();
   }
+  const uint64_t place = uint64_t{place_units} * 4;
   // The mode decision bounds the total below the capacity (and a tile's own table only lowers
   // the bound); a violation is recorded, not written.
-  if (uint64_t{place} + scanned_bytes > args.layout.coded_capacity) {
+  if (place + scanned_bytes > args.layout.coded_capacity) {
     if (lane == 0) atomicExch(&ws->encode_error, 1u);
     return;
   }
   uint8_t* coded = args.frame + args.layout.coded_offset;
   if (starts_tile) PlaceTileTable(args, tile, placed_table_bytes, place, coded);
-  const uint32_t offset = place + placed_table_bytes;
+  const uint64_t offset = place + placed_table_bytes;
   uint8_t* out = coded + offset;
-  if (lane == 0) reinterpret_cast<uint32_t*>(args.frame + args.layout.index_offset)[chunk] = offset / 4;
+  if (lane == 0) {
+    reinterpret_cast<uint32_t*>(args.frame + args.layout.index_offset)[chunk] = static_cast<uint32_t>(offset / 4);
+  }
   reinterpret_cast<uint32_t*>(out)[lane] = x;
   // The scratch words written by other lanes are visible from here on; the compiler, which does
   // not see StoreWordIf's stores, keeps the reads below after it.
@@ -229,7 +236,7 @@ __global__ void __launch_bounds__(32) EncodeKernel(EncodeArgs args) {
   }
   if (chunk == num_chunks - 1 && lane == 0) {
     auto* header = reinterpret_cast<Header*>(args.frame);
-    header->coded_bytes = uint64_t{offset} + chunk_bytes;
+    header->coded_bytes = offset + chunk_bytes;
     header->frame_bytes = args.layout.coded_offset + header->coded_bytes;
   }
 }
