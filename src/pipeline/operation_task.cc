@@ -83,6 +83,11 @@ void OperationTask::set_first_sequences(std::vector<uint32_t> send, std::vector<
 
 void OperationTask::Fail(const absl::Status& why) {
   if (!status_.ok() || why.ok()) return;
+  if (why.code() == absl::StatusCode::kDeadlineExceeded) {
+    status_ = absl::Status(why.code(), absl::StrCat(spec_.description, ": ", why.message(),
+                                                    "; this rank's blocks then: ", PendingBlocks()));
+    return;
+  }
   status_ = absl::Status(why.code(), absl::StrCat(spec_.description, ": ", why.message()));
 }
 

@@ -7,7 +7,7 @@
 //
 // Files: operation_task.cc (lifecycle, ordering, local copies), operation_task_send.cc (send
 // blocks: encode or not, split-send, forwarding), operation_task_recv.cc (receive blocks:
-// envelope checks, decode, reduce).
+// envelope checks, decode, reduce), operation_task_pending.cc (what a stuck task waited for).
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -138,7 +138,8 @@ class OperationTask {
   const OperationSpec& spec() const { return spec_; }
   const absl::Status& status() const { return status_; }
   absl::Time started() const { return started_; }
-  // Records the first failure, phrased with this task's description.
+  // Records the first failure, phrased with this task's description; a failure for lack of
+  // progress (DeadlineExceeded) also names what the unfinished blocks were waiting for.
   void Fail(const absl::Status& why);
   // User bytes this task sends and receives (for the statistics).
   uint64_t payload_bytes_sent() const;
@@ -216,6 +217,11 @@ class OperationTask {
     std::shared_ptr<transport::Request> run_request;
     std::vector<std::shared_ptr<transport::Request>> requests;
   };
+
+  // --- diagnosis (operation_task_pending.cc)
+  // The unfinished blocks, grouped by link and what they wait for: "receive from peer 6: 1
+  // block waiting for the envelope (first: step 0 block 0)".
+  std::string PendingBlocks() const;
 
   // --- lifecycle (operation_task.cc)
   void BuildLinkOrder();

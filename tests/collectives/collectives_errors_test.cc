@@ -283,6 +283,36 @@ INSTANTIATE_TEST_SUITE_P(, CollectiveRefusedOnOneRank, ::testing::Combine(::test
                            return absl::StrCat(std::get<0>(info.param), "ranks_", std::get<1>(info.param) ? "ring" : "doubling");
                          });
 
+// Rank 2 joins the communicator but never calls the ring allreduce. Rank 0, which receives from
+// it, fails when the operation timeout passes, and the error says what its blocks were then
+// doing: each rank's error tells where a stalled ring stopped without a debugger.
+TEST(CollectiveErrors, AStalledRingNamesWhatEachBlockWaitedFor) {
+  ExpectRanksSucceeded(RunRanks({.world_size = 3}, [&](const RankContext& context) -> absl::Status {
+    transport::TransportOptions options = ShortTimeoutOptions();
+    options.recursive_doubling_bytes = 0;
+    auto comm = CreateCommunicator(context, options);
+    if (!comm.ok()) return comm.status();
+    if (context.rank == 2) {
+      absl::SleepFor(absl::Seconds(5));  // alive and silent while the others time out
+      return absl::OkStatus();
+    }
+    const CollectiveCase call = AllReduceOf(3000);
+    std::vector<uint8_t> input = CaseInput(call, 3, context.rank, 1), output(input.size());
+    const absl::Status status =
+        (*comm)->AllReduce(input.data(), output.data(), call.count, call.dtype, call.op, nullptr).Wait(absl::Seconds(30));
+    if (context.rank == 1) {
+      return status.ok() ? absl::InternalError("rank 1's allreduce succeeded without rank 2") : absl::OkStatus();
+    }
+    // Rank 0 sent its own chunk to rank 1 (step 0 of the ring's 4); none of its 4 receives from
+    // rank 2 began, and its 3 later sends carry what those would bring.
+    return ExpectError(status, absl::StatusCode::kDeadlineExceeded,
+                       {"rank 0: allreduce", "peer 2 failed", "made no progress", "this rank's blocks then:",
+                        "send to peer 1: 3 blocks waiting for the block they send to arrive or be reduced (first: step 1 block 0); "
+                        "receive from peer 2: 4 blocks waiting for the envelope (first: step 0 block 0)"},
+                       "rank 0's stalled allreduce");
+  }));
+}
+
 // With one transport lane and with two (each lane watches the dead rank's connection); with two,
 // in blocks of 2 MB, whose coding and reductions run as host codec jobs (host_codec_jobs.h)
 // that the failure must wait for.
