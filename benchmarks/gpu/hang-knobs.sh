@@ -12,7 +12,7 @@
 #   UCCLZIP_TRANSPORT_LANES=1        the second progress thread and staging pool
 # and two runs without a setting tell the calls that came before from the size: 256 KiB alone
 # for as many calls as the sweep makes before it hangs, and the sweep with few calls per size.
-#   BUILD  build folder (default: build)   TLS (default tcp)   STALL_S (default 30)
+#   BUILD  build folder (default: build)   TLS (default tcp)   STALL_S (default 20)
 #   VARIANTS  "NAME=VALUE[,NAME=VALUE] ..." to run, "-" meaning none (default: the list above)
 set -uo pipefail
 bench="${BUILD:-build}/benchmarks/ucclzip-bench"
@@ -31,9 +31,9 @@ for run in "${runs[@]}"; do
   env_list=()
   [[ $settings != - ]] && IFS=, read -ra env_list <<<"$settings"
   log="$OUT/hang-$n.log"
-  env "${env_list[@]}" UCCLZIP_OP_TIMEOUT=60s "$bench" "${sweep[@]}" $args >"$log" 2>&1 &
+  env "${env_list[@]}" UCCLZIP_OP_TIMEOUT=35s "$bench" "${sweep[@]}" $args >"$log" 2>&1 &
   launcher=$!
-  for ((s = 0; s < ${STALL_S:-30}; s++)); do kill -0 "$launcher" 2>/dev/null || break; sleep 1; done
+  for ((s = 0; s < ${STALL_S:-20}; s++)); do kill -0 "$launcher" 2>/dev/null || break; sleep 1; done
   if kill -0 "$launcher" 2>/dev/null; then
     # The ranks are the launcher's children (re-executed from /proc/self/exe, so named "exe";
     # pgrep -f would match this shell).
