@@ -4,9 +4,13 @@
 // for every type, operator and kind of value (skipped without a GPU).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
 #include <random>
+#include <string>
+#include <type_traits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -143,6 +147,106 @@ TEST(Reduce, NarrowTypesRoundOnceToNearestEvenLikeTheGenerator) {
       }
     }
   }
+}
+
+// A value of type T from its bits in `data` at element `i`.
+template <typename T>
+T Element(const std::vector<uint8_t>& data, uint64_t i) {
+  T value;
+  std::memcpy(&value, &data[i * sizeof(T)], sizeof(T));
+  return value;
+}
+
+// `x op y` (then / divisor) by the header's rules, for fp32 and fp64 in their own type: NaN if
+// either is, min and max ordering -0 below +0, any NaN result the canonical quiet NaN.
+template <typename T>
+T ExpectedFloat(ReduceOp op, T x, T y, uint32_t divisor) {
+  T r;
+  if (std::isnan(x) || std::isnan(y)) {
+    r = std::numeric_limits<T>::quiet_NaN();
+  } else if (op == ReduceOp::kMin || op == ReduceOp::kMax) {
+    const bool x_first = x < y || (x == y && std::signbit(x));  // x is the minimum
+    r = (op == ReduceOp::kMin) == x_first ? x : y;
+  } else {
+    r = op == ReduceOp::kProd ? x * y : x + y;
+  }
+  if (divisor != 1) r /= static_cast<T>(divisor);
+  return std::isnan(r) ? std::numeric_limits<T>::quiet_NaN() : r;
+}
+
+// The same for an integer type: wrapping arithmetic, avg dividing the wrapped sum towards zero.
+template <typename T>
+T ExpectedInteger(ReduceOp op, T x, T y, uint32_t divisor) {
+  using U = std::make_unsigned_t<T>;
+  T r = op == ReduceOp::kMin    ? std::min(x, y)
+        : op == ReduceOp::kMax  ? std::max(x, y)
+        : op == ReduceOp::kProd ? static_cast<T>(static_cast<uint64_t>(static_cast<U>(x)) * static_cast<U>(y))
+                                : static_cast<T>(static_cast<uint64_t>(static_cast<U>(x)) + static_cast<U>(y));
+  if (divisor == 1) return r;
+  if constexpr (std::is_signed_v<T>) return static_cast<T>(static_cast<int64_t>(r) / static_cast<int64_t>(divisor));
+  return static_cast<T>(static_cast<uint64_t>(r) / divisor);
+}
+
+// The public ReduceOnHost on `a` and `b` against the operators above, element by element and bit
+// for bit.
+template <typename T>
+void CheckWideType(DataType dtype, const std::vector<uint8_t>& a, const std::vector<uint8_t>& b, const std::string& what) {
+  const uint64_t count = a.size() / sizeof(T);
+  for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kAvg}) {
+    const uint32_t divisor = op == ReduceOp::kAvg ? 3 : 1;
+    std::vector<uint8_t> out(a.size());
+    ReduceOnHost(dtype, op, a.data(), b.data(), out.data(), count, divisor);
+    for (uint64_t i = 0; i < count; ++i) {
+      const T x = Element<T>(a, i), y = Element<T>(b, i);
+      T want;
+      if constexpr (std::is_floating_point_v<T>) {
+        want = ExpectedFloat(op, x, y, divisor);
+      } else {
+        want = ExpectedInteger(op, x, y, divisor);
+      }
+      const T got = Element<T>(out, i);
+      ASSERT_EQ(std::memcmp(&got, &want, sizeof(T)), 0)
+          << DataTypeName(dtype) << " " << ReduceOpName(op) << " " << what << " element " << i << ": " << +x << " , "
+          << +y << " gave " << +got << ", not " << +want;
+    }
+  }
+}
+
+// fp32, fp64 and the integers round nothing, but their arithmetic is the oracle of every
+// collective test (collective_reference.cc computes with ReduceOnHost), so it is checked here
+// against the language's own operators: ordinary values, special ones and random bit patterns.
+TEST(Reduce, WideTypesCombineInTheirOwnArithmetic) {
+  const uint64_t count = 20'000;
+  for (auto dist : {testing::Distribution{DistKind::kGaussian, 300}, testing::Distribution{DistKind::kSpecialValues, 1},
+                    testing::Distribution{DistKind::kRandomBytes, 1}}) {
+    const std::vector<uint8_t> a = GenerateTensor(DataType::kFloat32, count, dist, 11);
+    const std::vector<uint8_t> b = GenerateTensor(DataType::kFloat32, count, dist, 12);
+    CheckWideType<float>(DataType::kFloat32, a, b, dist.Name());
+  }
+  // fp64 has no generator but random bytes: Gaussians of several scales are made here.
+  std::mt19937_64 rng(13);
+  std::vector<uint8_t> gaussian(count * 8), other(count * 8);
+  for (std::vector<uint8_t>* v : {&gaussian, &other}) {
+    for (uint64_t i = 0; i < count; ++i) {
+      const double value = std::normal_distribution<double>(0, i % 3 == 0 ? 1e-3 : i % 3 == 1 ? 1.0 : 1e6)(rng);
+      std::memcpy(&(*v)[i * 8], &value, 8);
+    }
+  }
+  CheckWideType<double>(DataType::kFloat64, gaussian, other, "gaussian");
+  const testing::Distribution random{DistKind::kRandomBytes, 1};
+  CheckWideType<double>(DataType::kFloat64, GenerateTensor(DataType::kFloat64, count, random, 14),
+                        GenerateTensor(DataType::kFloat64, count, random, 15), random.Name());
+  auto integers = [&](DataType dtype, auto zero) {
+    using T = decltype(zero);
+    CheckWideType<T>(dtype, GenerateTensor(dtype, count, random, 16), GenerateTensor(dtype, count, random, 17),
+                     random.Name());
+  };
+  integers(DataType::kInt8, int8_t{0});
+  integers(DataType::kUint8, uint8_t{0});
+  integers(DataType::kInt32, int32_t{0});
+  integers(DataType::kUint32, uint32_t{0});
+  integers(DataType::kInt64, int64_t{0});
+  integers(DataType::kUint64, uint64_t{0});
 }
 
 // The CPU loop built for AVX2 (where the CPU has it) gives the baseline build's bits: every type
