@@ -116,6 +116,8 @@ INSTANTIATE_TEST_SUITE_P(
                      .seen = {"peer 1 called reduce of 3000 elements of bf16 (prod, root 0)", "(sum, root 0)"}}),
     [](const auto& info) { return info.param.name; });
 
+// Each error names the rank, the operation and its sizes (docs/COLLECTIVES.md, "Errors"): the
+// whole name of the call, "rank R: kind (count elements of type[, op][, root])", and then why.
 TEST(CollectiveErrors, BadArgumentsFailAtOnce) {
   ExpectRanksSucceeded(RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
     auto comm = CreateCommunicator(context, ShortTimeoutOptions());
@@ -124,35 +126,36 @@ TEST(CollectiveErrors, BadArgumentsFailAtOnce) {
     std::vector<uint8_t> buffer(4096);
     struct Bad {
       Operation op;
-      std::vector<std::string> parts;
+      std::string call;  // the call's name after "rank R: "
+      std::vector<std::string> why;
     };
     const Bad bad[] = {
-        {c.Broadcast(buffer.data(), buffer.data(), 10, DataType::kFloat32, 2, nullptr), {"broadcast", "root 2 is not a rank of 2"}},
+        {c.Broadcast(buffer.data(), buffer.data(), 10, DataType::kFloat32, 2, nullptr), "broadcast (10 elements of fp32, root 2)",
+         {"root 2 is not a rank of 2"}},
         {c.AllReduce(buffer.data(), buffer.data() + 8, 100, DataType::kFloat32, ReduceOp::kSum, nullptr),
-         {"allreduce (100 elements of fp32, sum)", "overlaps", "in place"}},
-        {c.AllReduce(buffer.data(), buffer.data(), 10, DataType::kRaw, ReduceOp::kSum, nullptr), {"raw bytes cannot be reduced"}},
+         "allreduce (100 elements of fp32, sum)", {"+400 B) overlaps recvbuff", "+400 B) without being in place"}},
+        {c.AllReduce(buffer.data(), buffer.data(), 10, DataType::kRaw, ReduceOp::kSum, nullptr),
+         "allreduce (10 elements of raw, sum)", {"raw bytes cannot be reduced"}},
         {c.AllReduce(buffer.data(), buffer.data(), 10, DataType::kFloat32, static_cast<ReduceOp>(9), nullptr),
-         {"invalid reduction operator 9"}},
-        {c.AllGather(nullptr, buffer.data(), 10, DataType::kFloat32, nullptr), {"allgather", "null buffer"}},
-        {c.AllGather(buffer.data() + 4, buffer.data(), 10, DataType::kFloat32, nullptr), {"overlaps"}},
+         "allreduce (10 elements of fp32, invalid)", {"invalid reduction operator 9"}},
+        {c.AllGather(nullptr, buffer.data(), 10, DataType::kFloat32, nullptr), "allgather (10 elements of fp32)", {"null buffer"}},
+        {c.AllGather(buffer.data() + 4, buffer.data(), 10, DataType::kFloat32, nullptr), "allgather (10 elements of fp32)",
+         {"+40 B) overlaps recvbuff", "+80 B) without being in place"}},
         {c.ReduceScatter(buffer.data(), buffer.data() + 40 * context.rank + 4, 10, DataType::kFloat32, ReduceOp::kSum, nullptr),
-         {"reducescatter", "overlaps"}},
+         "reducescatter (10 elements of fp32, sum)", {"overlaps recvbuff"}},
         {c.Reduce(buffer.data(), buffer.data(), 10, DataType::kFloat32, ReduceOp::kSum, -1, nullptr),
-         {"reduce (10 elements of fp32, sum, root -1)", "root -1 is not a rank of 2"}},
+         "reduce (10 elements of fp32, sum, root -1)", {"root -1 is not a rank of 2"}},
         {c.Reduce(buffer.data(), nullptr, 10, DataType::kFloat32, ReduceOp::kSum, context.rank, nullptr),
-         {"reduce", "null buffer"}},
+         absl::StrCat("reduce (10 elements of fp32, sum, root ", context.rank, ")"), {"null buffer"}},
         {c.Reduce(buffer.data(), buffer.data() + 4, 10, DataType::kFloat32, ReduceOp::kSum, context.rank, nullptr),
-         {"reduce", "overlaps"}},
-        {c.Reduce(buffer.data(), buffer.data(), 10, DataType::kRaw, ReduceOp::kMax, 0, nullptr), {"raw bytes cannot be reduced"}},
+         absl::StrCat("reduce (10 elements of fp32, sum, root ", context.rank, ")"), {"overlaps recvbuff"}},
+        {c.Reduce(buffer.data(), buffer.data(), 10, DataType::kRaw, ReduceOp::kMax, 0, nullptr),
+         "reduce (10 elements of raw, max, root 0)", {"raw bytes cannot be reduced"}},
     };
     for (const Bad& b : bad) {
-      absl::Status s = ExpectError(b.op.Wait(absl::Seconds(1)), absl::StatusCode::kInvalidArgument,
-                                   [&] {
-                                     std::vector<std::string> parts = b.parts;
-                                     parts.push_back(absl::StrCat("rank ", context.rank));
-                                     return parts;
-                                   }(),
-                                   "bad argument");
+      std::vector<std::string> parts = b.why;
+      parts.push_back(absl::StrCat("rank ", context.rank, ": ", b.call, ": "));
+      absl::Status s = ExpectError(b.op.Wait(absl::Seconds(1)), absl::StatusCode::kInvalidArgument, parts, "bad argument");
       if (!s.ok()) return s;
     }
     return absl::OkStatus();
