@@ -216,8 +216,11 @@ TEST(PipelineErrors, BadArgumentsFailAtOnceAndATimeoutFires) {
     if (!comm.ok()) return comm.status();
     Communicator& c = **comm;
     uint32_t word = 0;
+    // Each error names the rank, the operation, its peer and its size (docs/PIPELINE.md).
     if (absl::Status s = ExpectError(c.Send(&word, 1, DataType::kUint32, 2, nullptr).Wait(), absl::StatusCode::kInvalidArgument,
-                                     {"peer 2", "must be a rank of 2"}, "peer out of range");
+                                     {absl::StrCat("rank ", context.rank, ": send to peer 2 (1 elements of uint32): "),
+                                      "peer 2 must be a rank of 2"},
+                                     "peer out of range");
         !s.ok()) {
       return s;
     }
@@ -231,15 +234,18 @@ TEST(PipelineErrors, BadArgumentsFailAtOnceAndATimeoutFires) {
       return s;
     }
     if (absl::Status s = ExpectError(c.Send(nullptr, 5, DataType::kFloat32, 1 - context.rank, nullptr).Wait(),
-                                     absl::StatusCode::kInvalidArgument, {"null buffer", "5 elements of fp32"}, "null");
+                                     absl::StatusCode::kInvalidArgument,
+                                     {absl::StrCat("rank ", context.rank, ": send to peer ", 1 - context.rank,
+                                                   " (5 elements of fp32): null buffer")},
+                                     "null");
         !s.ok()) {
       return s;
     }
     if (context.rank == 1) {
       absl::Status status = c.Recv(&word, 1, DataType::kUint32, 0, nullptr, RecvOptions{.timeout = absl::Milliseconds(200)})
                                 .Wait(absl::Seconds(20));
-      if (absl::Status s = ExpectError(status, absl::StatusCode::kDeadlineExceeded, {"rank 1", "recv from peer 0", "timeout"},
-                                       "per-call timeout");
+      if (absl::Status s = ExpectError(status, absl::StatusCode::kDeadlineExceeded,
+                                       {"rank 1: recv from peer 0 (1 elements of uint32", "timeout"}, "per-call timeout");
           !s.ok()) {
         return s;
       }
