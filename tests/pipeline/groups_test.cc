@@ -137,19 +137,25 @@ TEST(Groups, TransfersToTheRankItselfAreCopiesInAGroup) {
 }
 
 // A transfer to the rank itself that the group cannot pair fails at GroupEnd, naming itself
-// and what it lacks or where it differs from its partner; the group's other calls go on.
+// and what it lacks or where it differs from its partner; the group's other calls go on, and
+// the exchange with the peer arrives bit for bit (each rank's data its own, not the refused
+// send's).
 TEST(Groups, TransfersToTheRankItselfThatCannotPairFailNamingWhy) {
   ExpectRanksSucceeded(RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
     auto comm = CreateCommunicator(context, ShortTimeoutOptions());
     if (!comm.ok()) return comm.status();
     Communicator& c = **comm;
     const int self = context.rank, peer = 1 - context.rank;
-    std::vector<float> data(100, 1.0f), got(100, 0.0f), from_peer(100, 0.0f);
+    const Distribution gaussian{DistKind::kGaussian, 1};
+    const std::vector<uint8_t> data = GenerateTensor(DataType::kFloat32, 100, gaussian, 100 + self);
+    const std::vector<uint8_t> mine = GenerateTensor(DataType::kFloat32, 100, gaussian, self);
+    const std::vector<uint8_t> theirs = GenerateTensor(DataType::kFloat32, 100, gaussian, peer);
+    std::vector<uint8_t> got(400, 0xA5), from_peer(400, 0xA5);
     const std::string me = absl::StrCat("rank ", self, ": ");
 
     c.GroupStart();
     Operation alone = c.Send(data.data(), 100, DataType::kFloat32, self, nullptr);
-    Operation to_peer = c.Send(data.data(), 100, DataType::kFloat32, peer, nullptr);
+    Operation to_peer = c.Send(mine.data(), 100, DataType::kFloat32, peer, nullptr);
     Operation from = c.Recv(from_peer.data(), 100, DataType::kFloat32, peer, nullptr);
     c.GroupEnd();
     if (absl::Status s = ExpectError(alone.Wait(absl::Seconds(10)), absl::StatusCode::kInvalidArgument,
@@ -160,6 +166,10 @@ TEST(Groups, TransfersToTheRankItselfThatCannotPairFailNamingWhy) {
     }
     if (absl::Status s = to_peer.Wait(absl::Seconds(10)); !s.ok()) return s;
     if (absl::Status s = from.Wait(absl::Seconds(10)); !s.ok()) return s;
+    if (absl::Status s = ExpectSameBytes(from_peer.data(), theirs.data(), theirs.size(), me + "the receive from the peer");
+        !s.ok()) {
+      return s;
+    }
 
     c.GroupStart();
     Operation send = c.Send(data.data(), 100, DataType::kFloat32, self, nullptr);
@@ -178,7 +188,7 @@ TEST(Groups, TransfersToTheRankItselfThatCannotPairFailNamingWhy) {
         !s.ok()) {
       return s;
     }
-    if (got != std::vector<float>(100, 0.0f)) return absl::InternalError(me + "a refused pair wrote its buffer");
+    if (got != std::vector<uint8_t>(400, 0xA5)) return absl::InternalError(me + "a refused pair wrote its buffer");
     return absl::OkStatus();
   }));
 }
