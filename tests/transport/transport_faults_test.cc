@@ -116,10 +116,10 @@ TEST_P(TransportFaults, StalledPeerFailsTheOperationAfterTheTimeout) {
       }
       if (elapsed < options.op_timeout) return absl::InternalError("the send failed before the timeout");
       if (absl::Status s = WithinLimit(elapsed, options.op_timeout + absl::Seconds(2), "the timeout"); !s.ok()) return s;
-      // A later operation with the failed peer fails at once.
+      // A later operation with the failed peer fails at once, naming itself as any failure does.
       auto later = transport.Send(1, buffer.data(), 10, MemoryType::kHost, OpTag{5, 0});
       if (absl::Status s = ExpectError(later->Wait(absl::Now() + absl::Seconds(1)), absl::StatusCode::kDeadlineExceeded,
-                                       {"peer 1 failed"}, "send to a failed peer");
+                                       {"rank 0: send to peer 1", "10 bytes", "peer 1 failed"}, "send to a failed peer");
           !s.ok()) {
         return s;
       }
@@ -247,8 +247,8 @@ TEST(TransportFaultsTcp, AbortFailsPendingOperationsOnBothSides) {
         return s;
       }
       auto after = transport.Send(1, buffer.data(), buffer.size(), MemoryType::kHost, OpTag{2, 0});
-      return ExpectError(after->Wait(absl::Now() + absl::Seconds(1)), absl::StatusCode::kAborted, {"aborted"},
-                         "send after Abort");
+      return ExpectError(after->Wait(absl::Now() + absl::Seconds(1)), absl::StatusCode::kAborted,
+                         {"rank 0: send to peer 1", "1000 bytes", "aborted"}, "send after Abort");
     }
     absl::Status status = pending->Wait(absl::Now() + absl::Seconds(30));
     if (status.ok()) return absl::InternalError("rank 1: receive from the aborted rank succeeded");
