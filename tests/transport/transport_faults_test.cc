@@ -320,8 +320,8 @@ absl::Status ExpectSizeMismatch(const absl::Status& status, size_t expected, siz
                      absl::StrCat("receiving ", expected, " of ", sent, " bytes"));
 }
 
-// A receive that expects another size than was sent fails with both sizes, and never writes
-// past its buffer.
+// A receive that expects another size than was sent fails naming the size it expected, and
+// never writes past its buffer.
 TEST(TransportFaultsTcp, SizeMismatchIsAnErrorNotATruncation) {
   auto outcomes = RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
     const TransportOptions options = ShortTimeouts("tcp");
