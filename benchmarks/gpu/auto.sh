@@ -4,6 +4,9 @@
 #   host     host memory (CPU codec), Debian's UCX 1.13 ($BUILD)
 #   staged   device memory through pinned host memory, UCX 1.13, which takes no CUDA memory
 #   host122  host memory, UCX 1.22 of the libucx-cu13 wheel ($CU13_BUILD)
+#   staged122  device memory through pinned host memory, UCX 1.22 of the wheel, whose UCX_TLS
+#            here names no CUDA transport (issue 10: >= 90 % of perftest on UCX 1.22 over tcp,
+#            staged device memory as well as host)
 #   direct   device memory GPU-direct, the wheel's cuda_copy and cuda_ipc ($CU13_BUILD)
 # Cases: one-way send/recv of bf16 Gaussian (sigma 0.02) and of random bytes, 16 MB and 256 MB,
 # two processes; and a weight sync (one sender to one receiver, a 2-layer Llama-3-8B-shaped
@@ -12,7 +15,8 @@
 # >= 90 % there. Targets: auto >= 0.97 x off and >= 0.95 x the better of on and off.
 # Rows go to $OUT/auto-summary.jsonl; a table is printed.
 #   BUILD, CU13_BUILD, CU13_UCX  as scripts/gpu-run sets them
-#   AUTO_PATHS    paths to run (default "host staged host122 direct"; the last two need CU13_BUILD)
+#   AUTO_PATHS    paths to run (default "host staged host122 staged122 direct"; the last three
+#                 need CU13_BUILD)
 #   ITERS         timed iterations (default 8)      CASE_TIMEOUT  seconds per case (default 150)
 #   DIRECT_TLS_tcp, DIRECT_TLS_shm  UCX_TLS of the direct path (default: tcp or posix,sysv, plus
 #                 cuda_copy,cuda_ipc)
@@ -36,13 +40,14 @@ tls() {
   esac
 }
 
-# on_path PATH COMMAND...: COMMAND with PATH's build and UCX (the wheel's for host122 and direct).
+# on_path PATH COMMAND...: COMMAND with PATH's build and UCX (the wheel's for host122, staged122
+# and direct).
 on_path() {
   local path=$1
   shift
   case $path in
     host | staged) BENCH="${BUILD:-build}/benchmarks/ucclzip-bench" "$@" ;;
-    host122 | direct)
+    host122 | staged122 | direct)
       LD_LIBRARY_PATH="$cu13/lib:${LD_LIBRARY_PATH:-}" UCX_MODULE_DIR="$cu13/lib/ucx" PATH="$cu13/bin:$PATH" \
         BENCH="$CU13_BUILD/benchmarks/ucclzip-bench" "$@" ;;
   esac
@@ -64,7 +69,7 @@ tagged() {
 
 run_path() {
   local path=$1 memory=host
-  [[ $path == staged || $path == direct ]] && memory=device
+  [[ $path == staged || $path == staged122 || $path == direct ]] && memory=device
   for name in tcp shm; do
     local t
     t=$(tls "$path" "$name")
@@ -87,8 +92,8 @@ run_path() {
   done
 }
 
-for path in ${AUTO_PATHS:-host staged host122 direct}; do
-  if [[ ($path == host122 || $path == direct) && (-z ${CU13_BUILD:-} || ! -d $cu13/lib) ]]; then
+for path in ${AUTO_PATHS:-host staged host122 staged122 direct}; do
+  if [[ ($path == host122 || $path == staged122 || $path == direct) && (-z ${CU13_BUILD:-} || ! -d $cu13/lib) ]]; then
     echo "$path skipped: no build against the CUDA-enabled UCX (scripts/gpu-gather --cuda-ucx)"
     continue
   fi
