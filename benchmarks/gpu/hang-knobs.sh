@@ -13,12 +13,15 @@
 # and two runs without a setting tell the calls that came before from the size: 256 KiB alone
 # for as many calls as the sweep makes before it hangs, and the sweep with few calls per size.
 #   BUILD  build folder (default: build)   TLS (default tcp)   STALL_S (default 20)
+#   RUN_LIMIT_S  a run still going after this many seconds is killed (default 65: the operation
+#          timeout's 35 s, after the rows before the hang, and the 10 s shutdown)
+#   MEMORY  device (default) or host: host runs the script on a machine without a GPU
 #   VARIANTS  "NAME=VALUE[,NAME=VALUE] ..." to run, "-" meaning none (default: the list above)
 set -uo pipefail
 bench="${BUILD:-build}/benchmarks/ucclzip-bench"
 OUT=${OUT:?set OUT to the folder for the logs}
 mkdir -p "$OUT"
-sweep=(allreduce -f 8 --ranks 8 --memory device --tls "${TLS:-tcp}" --compress off -d bf16 -c 1 --recursive_doubling 0)
+sweep=(allreduce -f 8 --ranks 8 --memory "${MEMORY:-device}" --tls "${TLS:-tcp}" --compress off -d bf16 -c 1 --recursive_doubling 0)
 variants=(${VARIANTS:-- UCCLZIP_HOLD_STREAM=0 CUDA_DEVICE_MAX_CONNECTIONS=32 UCCLZIP_STAGING_WAKEUPS=0
   UCCLZIP_FORWARD_FROM_HOST=0 UCCLZIP_TRANSPORT_LANES=1})
 runs=()
@@ -33,17 +36,28 @@ for run in "${runs[@]}"; do
   log="$OUT/hang-$n.log"
   env "${env_list[@]}" UCCLZIP_OP_TIMEOUT=35s "$bench" "${sweep[@]}" $args >"$log" 2>&1 &
   launcher=$!
-  for ((s = 0; s < ${STALL_S:-20}; s++)); do kill -0 "$launcher" 2>/dev/null || break; sleep 1; done
+  started=$SECONDS
+  while ((SECONDS - started < ${STALL_S:-20})) && kill -0 "$launcher" 2>/dev/null; do sleep 1; done
   if kill -0 "$launcher" 2>/dev/null; then
     # The ranks are the launcher's children (re-executed from /proc/self/exe, so named "exe";
-    # pgrep -f would match this shell).
+    # pgrep -f would match this shell). eu-stack waits for every thread to stop, which one stuck
+    # in the driver may never do: at most 15 s a process.
     for pid in "$launcher" $(pgrep -P "$launcher"); do
       echo "=== pid $pid (parent $(ps -o ppid= -p "$pid"))"
-      eu-stack -m -p "$pid" -n 30 2>&1
+      timeout -k 2 15 eu-stack -m -p "$pid" -n 30 2>&1
     done >"$OUT/stacks-$n.txt"
+  fi
+  # The operation timeout ends a stalled run only if its threads get to check it (a rank blocked
+  # inside a CUDA call may not): past RUN_LIMIT_S the launcher is killed, and with it its ranks
+  # (PR_SET_PDEATHSIG), so that one stuck run does not take the rest of the call.
+  while ((SECONDS - started < ${RUN_LIMIT_S:-65})) && kill -0 "$launcher" 2>/dev/null; do sleep 1; done
+  killed=""
+  if kill -0 "$launcher" 2>/dev/null; then
+    kill -KILL "$launcher" 2>/dev/null
+    killed=" (killed after ${RUN_LIMIT_S:-65} s)"
   fi
   wait "$launcher"
   rc=$?
-  echo "$n: ${settings} ${args}: rc $rc, last row: $(grep -E '^ +[0-9]+ ' "$log" | tail -1 | awk '{print $1, $7}')$(
+  echo "$n: ${settings} ${args}: rc $rc$killed, last row: $(grep -E '^ +[0-9]+ ' "$log" | tail -1 | awk '{print $1, $7}')$(
     ((rc != 0)) && echo "; $(grep -m1 -E 'DEADLINE|rror' "$log" | cut -c1-300)")"
 done
