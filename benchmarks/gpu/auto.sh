@@ -102,9 +102,16 @@ for path in ${AUTO_PATHS:-host staged host122 staged122 direct}; do
 done
 
 python3 - "$summary" <<'PY'
-import json, sys
+import collections, json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
 perf = {(r["path_name"], r["tls_name"], r["size"]): r["algbw_GBps"] for r in rows if r["bench"] == "ucx_perftest"}
+# The path each row's device memory really took (sendrecv rows say): staged122 relies on UCX 1.22
+# reporting no CUDA memory when UCX_TLS names no CUDA transport; if it did, its rows are direct.
+expected = {"host": "host", "host122": "host", "staged": "staged", "staged122": "staged", "direct": "direct"}
+wrong_path = collections.Counter((r["path_name"], r["path"]) for r in rows
+                                 if "path" in r and r["path"] != expected.get(r["path_name"], r["path"]))
+for (name, taken), count in sorted(wrong_path.items()):
+    print(f"WARNING: {count} {name} rows took the {taken} path, not {expected[name]}: they do not measure {name}")
 cases = {}
 for r in rows:
     if r["bench"] == "sendrecv":
