@@ -7,10 +7,12 @@
 # at once, as separate GPUs would run them, so comparing the two runs shows how much of the
 # compressed collectives' time is the time slicing of the test machine.
 # Under MPS the pipeline holds no caller's stream (held_streams.h: with the hold the device tests
-# hung in H200 runs s12-3 and s18-2, and passed without it in s18-3), so a held call on device
-# memory is refused. The script first checks that refusal (a one-way device send with the
-# default options must fail at once, naming MPS), then runs the device collective tests and the
-# benchmark with UCCLZIP_HOLD_STREAM=0 (correctness first; the benchmark runs only if they pass).
+# hung in H200 runs s12-3 and s18-2, and passed without it in s18-3): a call on device memory
+# returns once done instead (stream_order.h; before 60a9ade it was refused). The script first
+# reports whether that detection took effect (a one-way device send with the default options:
+# its exit, right data or not, and the rank's "shared through MPS" line; s18-5 saw neither), then
+# runs the device collective tests and the benchmark with UCCLZIP_HOLD_STREAM=0 (correctness
+# first; the benchmark runs only if they pass).
 # The MPS daemon is this script's own, in /tmp, and is stopped on exit. It runs only when asked,
 # not with every other benchmark of scripts/gpu-run:
 #   MPS=1   run it                            BUILD  build folder (default: build)
@@ -50,14 +52,13 @@ echo "under MPS, the stream hold alone (exit $?): $(grep -E "OK \]|FAILED  \]|Fa
 UCCLZIP_LOG_LEVEL=debug timeout -k 10 60 "$build/benchmarks/ucclzip-bench" sendrecv --ranks 2 --memory device --pattern oneway \
   --min_bytes 1M --max_bytes 1M --iters 1 --warmup 0 --latency_iters 0 >"$OUT/mps/held.out" 2>"$OUT/mps/held.err"
 held_rc=$?
-if ((held_rc == 0)) || ! grep -q "CUDA MPS daemon" "$OUT/mps/held.err"; then
-  echo "collectives-mps: a held call under MPS was not refused (exit $held_rc):"
-  grep -m2 "hardware queues" "$OUT/mps/held.err"
-  grep -v "ucclzip D" "$OUT/mps/held.err" | tail -5
-  exit 1
-fi
-echo "under MPS, a held call is refused (exit $held_rc): $(grep -m1 -o "rank [0-9]*:.*CUDA MPS daemon" "$OUT/mps/held.err")"
+# Reported, not required: what follows runs without the hold, right either way. Exit 0 means the
+# call was done and its data right (the bench fails on a wrong element).
+detected="NOT detected (no rank logged \"shared through MPS\")"
+grep -q "shared through MPS" "$OUT/mps/held.err" && detected="detected"
+echo "under MPS, a device call with the default options: exit $held_rc, MPS $detected"
 grep -m2 "hardware queues" "$OUT/mps/held.err"
+((held_rc != 0)) && grep -v "ucclzip D" "$OUT/mps/held.err" | tail -5
 export UCCLZIP_HOLD_STREAM=0
 filter=${MPS_TESTS:-CollectivesDevice.*4ranks*:CollectivesDeviceSmall.*:CollectivesDeviceGroups.*}
 if ! timeout -k 10 120 "$build/tests/collectives/collectives_test" --gtest_filter="$filter" >"$OUT/mps/tests.log" 2>&1; then
