@@ -22,6 +22,8 @@ perftest() {
       if UCX_TLS=$tls ucx_perftest 127.0.0.1 -t "$test" -s "$size" -n "$n" -p "$port" "${memory[@]}" \
            >"$OUT/perftest-$name-$test.log" 2>&1; then client_rc=0; break; fi
     done
+    # A server still waiting when no client got through would wait for ever, and the call with it.
+    [[ $client_rc == 0 ]] || kill "$server" 2>/dev/null
     wait "$server" || true
     if [[ $client_rc == 0 ]]; then
       grep '^Final:' "$OUT/perftest-$name-$test.log"
