@@ -17,6 +17,10 @@
 #          timeout's 35 s, after the rows before the hang, and the 10 s shutdown)
 #   MEMORY  device (default) or host: host runs the script on a machine without a GPU
 #   VARIANTS  "NAME=VALUE[,NAME=VALUE] ..." to run, "-" meaning none (default: the list above)
+#   EXTRA_RUNS  the runs without a setting after them, bench arguments separated by ';' (default:
+#          the two above). E.g. "-b 32K -e 256K -f 2 -n 30 -w 5": 256 KiB is the first size whose
+#          staged copies are 32 KiB (4 KiB before), and small copies may take another path
+#          through the GPU than large ones; the first size that hangs tells.
 set -uo pipefail
 bench="${BUILD:-build}/benchmarks/ucclzip-bench"
 OUT=${OUT:?set OUT to the folder for the logs}
@@ -26,7 +30,8 @@ variants=(${VARIANTS:-- UCCLZIP_HOLD_STREAM=0 CUDA_DEVICE_MAX_CONNECTIONS=32 UCC
   UCCLZIP_FORWARD_FROM_HOST=0 UCCLZIP_TRANSPORT_LANES=1})
 runs=()
 for v in "${variants[@]}"; do runs+=("$v|-b 8 -e 256K -n 30 -w 5"); done
-runs+=("-|-b 256K -e 256K -n 300 -w 5" "-|-b 8 -e 256K -n 1 -w 0 --warmup_ms 0")
+IFS=';' read -ra extra <<<"${EXTRA_RUNS:--b 256K -e 256K -n 300 -w 5;-b 8 -e 256K -n 1 -w 0 --warmup_ms 0}"
+for e in "${extra[@]}"; do runs+=("-|$e"); done
 n=0
 for run in "${runs[@]}"; do
   n=$((n + 1))
