@@ -58,9 +58,15 @@ ncclResult_t Enqueue(ncclComm* comm, cudaStream_t stream, const char* function, 
   const bool grouped = InGroup();
   if (grouped) JoinGroup(comm, stream == nullptr);
   const Operation operation = post(*comm->communicator);
-  // Argument errors fail the Operation before anything is posted.
+  // Argument errors fail the Operation before anything is posted, and as in NCCL only the call
+  // returns them. A call refused because the communicator itself failed (a peer already known
+  // gone, an abort) fails at once too, but that failure is also the communicator's async error,
+  // as it is when it comes a moment later: which of the two a peer's exit meets is a race.
   if (operation.Test()) {
-    if (absl::Status status = operation.Wait(absl::ZeroDuration()); !status.ok()) return ReportInGroup(status);
+    if (absl::Status status = operation.Wait(absl::ZeroDuration()); !status.ok()) {
+      if (ResultOf(status) == ncclRemoteError) comm->Track(operation);
+      return ReportInGroup(status);
+    }
   }
   comm->Track(operation);
   if (grouped || stream != nullptr) return ncclSuccess;

@@ -282,7 +282,10 @@ static void test_errors(ncclComm_t comm, int world) {
 }
 
 /* The last rank leaves without a word; the others' next collective fails with ncclRemoteError
- * naming it, the communicator reports it as its async error, and ncclCommAbort ends it. */
+ * naming it, the communicator reports it as its async error, and ncclCommAbort ends it. Even
+ * ranks call 500 ms after the exit, odd ranks at once, so that the calls meet the exit at
+ * different moments: a call may already have failed by the time ncclAllReduce looks at it
+ * after posting, and such a call once left the async error unset (this test failed in CI). */
 static void test_peer_exit(ncclComm_t comm, int world) {
   /* It leaves once every other rank has said it is ready: no collective of theirs is then
    * still waiting for it to finish. */
@@ -295,6 +298,7 @@ static void test_peer_exit(ncclComm_t comm, int world) {
     _exit(0);
   }
   NCCL_OK(ncclSend(&ready[rank], 1, ncclInt32, world - 1, comm, NULL));
+  if (rank % 2 == 0) sleep_ms(500);
   float values[64];
   for (int i = 0; i < 64; ++i) values[i] = (float)(rank + i);
   char text[32];
