@@ -3,6 +3,9 @@
 // Send and Recv follow NCCL's stream semantics for device buffers: the call returns at once;
 // the input is read only after the work already queued on `stream`, and later work on
 // `stream` sees the transfer done (for a Recv, the data; for a Send, the input free to reuse).
+// Where the stream cannot safely wait for the transfer (UCX moves CUDA memory itself, the
+// legacy default stream, CUDA MPS: docs/PIPELINE.md, "Stream order"), the call keeps the same
+// order by returning only once done.
 // Host buffers use the CPU codec (on a thread of the communicator's); with a null stream
 // they are ordered by the returned Operation alone, with a non-null one like device buffers.
 // Every call also returns an Operation to test or wait on. A send to `peer` matches the

@@ -262,7 +262,7 @@ absl::StatusOr<OperationSpec> Engine::Prepare(Call& call) {
   if (absl::Status s = EnsureDevice(device); !s.ok()) return absl::Status(s.code(), absl::StrCat(name, "): ", s.message()));
   HeldStreams& held_streams = HeldStreams::ForDevice(device);
   spec.stream_order = ChooseStreamOrder(options_.hold_caller_stream, !lanes_.Stages(MemoryType::kDevice), pointer.type,
-                                        held_streams.capacity());
+                                        held_streams.capacity(), IsLegacyStream(call.stream));
   // A held call on host memory needs none of the pipeline's GPU work, so with too few queues to
   // count it (no device call is held then) it is held uncounted.
   if (spec.stream_order == StreamOrder::kHoldStream && held_streams.capacity() > 0) spec.held_streams = &held_streams;

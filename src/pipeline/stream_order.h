@@ -16,7 +16,18 @@
 //  - Device memory where no stream can be held (held_streams.h: too few hardware queues, or
 //    the CUDA MPS daemon): the wait would stop the pipeline's own copies and kernels.
 //    Host memory there is held all the same, uncounted: the pipeline does no GPU work for it.
+//  - Device memory on the legacy default stream (a null stream, or cudaStreamLegacy). On an
+//    H100, 8 ranks sharing the GPU that held it ran a sweep of staged ring allreduces until a
+//    pipeline copy or kernel stopped behind the wait (every thread idle, a block stuck at one
+//    stage), on every rank, 3 runs of 3 and again in s28-1; with no hold, or with
+//    CUDA_DEVICE_MAX_CONNECTIONS=32, the same sweep passed (benchmarks/RESULTS.md, sessions 27
+//    and 28). The created streams that the queue experiments held (held_streams.h) did not do
+//    that. The legacy stream is the one every blocking stream and synchronous runtime call is
+//    ordered against, and CUDA gives it its hardware queue with the context, before any
+//    created stream: what shares that queue with it is not the pipeline's to choose.
 #pragma once
+
+#include <cuda_runtime_api.h>
 
 #include <memory>
 #include <vector>
@@ -34,13 +45,21 @@ enum class StreamOrder {
 
 // `ucx_moves_device_memory`: the transport hands device memory to UCX (no staging).
 // `held_stream_capacity`: HeldStreams::capacity() of the call's device.
+// `legacy_stream`: the call's stream is the legacy default stream (IsLegacyStream).
 inline StreamOrder ChooseStreamOrder(bool hold_caller_stream, bool ucx_moves_device_memory,
-                                     transport::MemoryType memory, int held_stream_capacity) {
+                                     transport::MemoryType memory, int held_stream_capacity, bool legacy_stream) {
   if (!hold_caller_stream) return StreamOrder::kInputOnly;
   if (ucx_moves_device_memory) return StreamOrder::kReturnWhenDone;
-  if (memory == transport::MemoryType::kDevice && held_stream_capacity == 0) return StreamOrder::kReturnWhenDone;
+  if (memory == transport::MemoryType::kDevice && (held_stream_capacity == 0 || legacy_stream)) {
+    return StreamOrder::kReturnWhenDone;
+  }
   return StreamOrder::kHoldStream;
 }
+
+// Whether `stream` names the legacy default stream: null, which this library (built without
+// per-thread default streams) hands to CUDA as the legacy stream whatever the program's own
+// build, or cudaStreamLegacy.
+inline bool IsLegacyStream(cudaStream_t stream) { return stream == nullptr || stream == cudaStreamLegacy; }
 
 // One thread that ends the groups of several communicators in turn (the NCCL shim's
 // ncclGroupEnd over the communicators of ncclCommInitAll, one process driving several ranks)

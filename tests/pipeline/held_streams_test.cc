@@ -60,15 +60,28 @@ TEST(StreamOrder, HeldOnlyWhereNothingTheCallNeedsWaitsForTheDevice) {
   using transport::MemoryType;
   for (MemoryType memory : {MemoryType::kHost, MemoryType::kDevice}) {
     for (bool direct : {false, true}) {
-      EXPECT_EQ(ChooseStreamOrder(false, direct, memory, 4), StreamOrder::kInputOnly);
-      // UCX's own CUDA calls on the direct path may wait for the device, whatever the memory.
-      EXPECT_EQ(ChooseStreamOrder(true, true, memory, 4), StreamOrder::kReturnWhenDone);
+      for (bool legacy : {false, true}) {
+        EXPECT_EQ(ChooseStreamOrder(false, direct, memory, 4, legacy), StreamOrder::kInputOnly);
+        // UCX's own CUDA calls on the direct path may wait for the device, whatever the memory.
+        EXPECT_EQ(ChooseStreamOrder(true, true, memory, 4, legacy), StreamOrder::kReturnWhenDone);
+      }
     }
   }
-  EXPECT_EQ(ChooseStreamOrder(true, false, MemoryType::kDevice, 4), StreamOrder::kHoldStream);
-  EXPECT_EQ(ChooseStreamOrder(true, false, MemoryType::kDevice, 0), StreamOrder::kReturnWhenDone);
-  // Host memory needs none of the pipeline's GPU work: held even with no queue to spare.
-  EXPECT_EQ(ChooseStreamOrder(true, false, MemoryType::kHost, 0), StreamOrder::kHoldStream);
+  EXPECT_EQ(ChooseStreamOrder(true, false, MemoryType::kDevice, 4, false), StreamOrder::kHoldStream);
+  EXPECT_EQ(ChooseStreamOrder(true, false, MemoryType::kDevice, 0, false), StreamOrder::kReturnWhenDone);
+  // A held legacy stream stopped the pipeline's own GPU work (8 ranks on an H100).
+  EXPECT_EQ(ChooseStreamOrder(true, false, MemoryType::kDevice, 4, true), StreamOrder::kReturnWhenDone);
+  // Host memory needs none of the pipeline's GPU work: held even with no queue to spare, and on
+  // the legacy stream.
+  EXPECT_EQ(ChooseStreamOrder(true, false, MemoryType::kHost, 0, false), StreamOrder::kHoldStream);
+  EXPECT_EQ(ChooseStreamOrder(true, false, MemoryType::kHost, 4, true), StreamOrder::kHoldStream);
+}
+
+TEST(StreamOrder, NullAndCudaStreamLegacyAreTheLegacyStream) {
+  EXPECT_TRUE(IsLegacyStream(nullptr));
+  EXPECT_TRUE(IsLegacyStream(cudaStreamLegacy));
+  EXPECT_FALSE(IsLegacyStream(cudaStreamPerThread));
+  EXPECT_FALSE(IsLegacyStream(Stream(7)));
 }
 
 TEST(HeldStreams, AStreamAlreadyHeldTakesNoMoreRoom) {
