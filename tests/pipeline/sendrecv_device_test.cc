@@ -27,19 +27,23 @@ absl::Status Cuda(cudaError_t err, const std::string& what) {
   return absl::InternalError(absl::StrCat(what, ": ", cudaGetErrorString(err)));
 }
 
-// What DeviceRoundTrip checks besides the data: a sender that starts late, and whether the
-// receiver's Recv returned done.
+// What DeviceRoundTrip checks besides the data: a sender that starts late, whether the
+// receiver's Recv returned done, and the stream both calls are on (a created non-blocking one,
+// or the legacy default stream).
 struct RoundTripTiming {
   absl::Duration sender_delay = absl::ZeroDuration();
   std::optional<bool> recv_done_at_return;
+  bool legacy_stream = false;
 };
 
 // One message from rank 0 to rank 1 through device memory, checked on the host.
 absl::Status DeviceRoundTrip(Communicator& comm, const DeviceMessage& m, uint64_t seed, RoundTripTiming timing = {}) {
   const size_t bytes = m.count * ElementSize(m.dtype);
   std::vector<uint8_t> host = GenerateTensor(m.dtype, m.count, m.dist, seed);
-  cudaStream_t stream;
-  if (absl::Status s = Cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream"); !s.ok()) return s;
+  cudaStream_t stream = nullptr;
+  if (!timing.legacy_stream) {
+    if (absl::Status s = Cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream"); !s.ok()) return s;
+  }
   void* device = nullptr;
   absl::Status status = Cuda(cudaMalloc(&device, std::max<size_t>(bytes, 1)), "cudaMalloc");
   const std::string what = absl::StrCat("rank ", comm.rank(), ": ", m.count, " x ", DataTypeName(m.dtype), " ", m.dist.Name());
@@ -71,7 +75,7 @@ absl::Status DeviceRoundTrip(Communicator& comm, const DeviceMessage& m, uint64_
     cudaFreeHost(back);
   }
   cudaFree(device);
-  cudaStreamDestroy(stream);
+  if (stream != nullptr) cudaStreamDestroy(stream);
   return status;
 }
 
@@ -156,6 +160,22 @@ TEST(PipelineDevice, ACallOnAStreamReturnsOnceDoneOnlyOnTheDirectPath) {
     if (!comm.ok()) return comm.status();
     return DeviceRoundTrip(**comm, {DataType::kBFloat16, 1 << 20, {DistKind::kGaussian, 0.02}, CompressionMode::kOff}, 7,
                            {.sender_delay = absl::Milliseconds(300), .recv_done_at_return = (*comm)->device_memory_direct()});
+  }));
+}
+
+// On the legacy default stream a call on device memory returns once done on both paths: with 8
+// ranks on one H100 the held legacy stream stopped the pipeline's own copies (stream_order.h).
+// The receiver's stream, the legacy one, still sees the data right after.
+TEST(PipelineDevice, ACallOnTheLegacyStreamReturnsOnceDone) {
+  UCCLZIP_SKIP_WITHOUT_GPU();
+  ExpectRanksSucceeded(RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
+    if (absl::Status s = Cuda(cudaSetDevice(0), "cudaSetDevice"); !s.ok()) return s;
+    transport::TransportOptions options;
+    options.ucx_transports = WithCudaTransports("tcp");
+    auto comm = CreateCommunicator(context, options);
+    if (!comm.ok()) return comm.status();
+    return DeviceRoundTrip(**comm, {DataType::kBFloat16, 1 << 20, {DistKind::kGaussian, 0.02}, CompressionMode::kOn}, 8,
+                           {.sender_delay = absl::Milliseconds(300), .recv_done_at_return = true, .legacy_stream = true});
   }));
 }
 
