@@ -146,37 +146,36 @@ TEST(PipelineDevice, PlainBlocksGoAsOneRun) {
   }
 }
 
-// A call on a stream holds that stream where device memory is staged, and returns only once
-// done where UCX takes CUDA memory (stream_order.h): UCX's own CUDA calls while it moves the
-// message could wait for a held stream. The sender starts 300 ms late, so a Recv that returned
-// at once cannot be done yet. Either way the receiver's stream sees the data right after.
-TEST(PipelineDevice, ACallOnAStreamReturnsOnceDoneOnlyOnTheDirectPath) {
-  UCCLZIP_SKIP_WITHOUT_GPU();
+// One Recv from a sender that starts 300 ms late, so that a Recv that returned at once cannot be
+// done yet, on a created stream or the legacy one: whether it returned done is checked, and
+// either way the receiver's stream sees the data right after.
+void ExpectStreamOrder(bool legacy_stream, CompressionMode mode) {
   ExpectRanksSucceeded(RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
     if (absl::Status s = Cuda(cudaSetDevice(0), "cudaSetDevice"); !s.ok()) return s;
     transport::TransportOptions options;
     options.ucx_transports = WithCudaTransports("tcp");
     auto comm = CreateCommunicator(context, options);
     if (!comm.ok()) return comm.status();
-    return DeviceRoundTrip(**comm, {DataType::kBFloat16, 1 << 20, {DistKind::kGaussian, 0.02}, CompressionMode::kOff}, 7,
-                           {.sender_delay = absl::Milliseconds(300), .recv_done_at_return = (*comm)->device_memory_direct()});
+    const bool done_at_return = legacy_stream || (*comm)->device_memory_direct();
+    return DeviceRoundTrip(**comm, {DataType::kBFloat16, 1 << 20, {DistKind::kGaussian, 0.02}, mode}, 7,
+                           {.sender_delay = absl::Milliseconds(300), .recv_done_at_return = done_at_return,
+                            .legacy_stream = legacy_stream});
   }));
+}
+
+// A call on a stream holds that stream where device memory is staged, and returns only once
+// done where UCX takes CUDA memory (stream_order.h): UCX's own CUDA calls while it moves the
+// message could wait for a held stream.
+TEST(PipelineDevice, ACallOnAStreamReturnsOnceDoneOnlyOnTheDirectPath) {
+  UCCLZIP_SKIP_WITHOUT_GPU();
+  ExpectStreamOrder(/*legacy_stream=*/false, CompressionMode::kOff);
 }
 
 // On the legacy default stream a call on device memory returns once done on both paths: with 8
 // ranks on one H100 the held legacy stream stopped the pipeline's own copies (stream_order.h).
-// The receiver's stream, the legacy one, still sees the data right after.
 TEST(PipelineDevice, ACallOnTheLegacyStreamReturnsOnceDone) {
   UCCLZIP_SKIP_WITHOUT_GPU();
-  ExpectRanksSucceeded(RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
-    if (absl::Status s = Cuda(cudaSetDevice(0), "cudaSetDevice"); !s.ok()) return s;
-    transport::TransportOptions options;
-    options.ucx_transports = WithCudaTransports("tcp");
-    auto comm = CreateCommunicator(context, options);
-    if (!comm.ok()) return comm.status();
-    return DeviceRoundTrip(**comm, {DataType::kBFloat16, 1 << 20, {DistKind::kGaussian, 0.02}, CompressionMode::kOn}, 8,
-                           {.sender_delay = absl::Milliseconds(300), .recv_done_at_return = true, .legacy_stream = true});
-  }));
+  ExpectStreamOrder(/*legacy_stream=*/true, CompressionMode::kOn);
 }
 
 // Every round frees its buffers and allocates new ones, which the driver places at the same
