@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Which setting keeps the 8-rank device ring allreduce sweep from hanging at 256 KiB (H100
-# s27-4, s27-7: every rank "made no progress for 1m" after the 8 B to 32 KiB rows). Each variant
+# s27-4, s27-7: every rank "made no progress for 1m" after the 8 B to 32 KiB rows). In s28-1
+# only UCCLZIP_HOLD_STREAM=0 and CUDA_DEVICE_MAX_CONNECTIONS=32 passed: the hold of the bench's
+# legacy default stream was the trigger, and device calls on that stream no longer hold it
+# (src/pipeline/stream_order.h). The script stays for a stall of that kind coming back. Each variant
 # runs the bench's sweep once with a short operation timeout; a variant still running after
 # STALL_S seconds has every rank's stacks written to $OUT/stacks-<n>.txt (the bench has no
 # watchdog of its own) and then fails by its timeout. A variant that passes only with a setting
