@@ -80,8 +80,9 @@ absl::Status Exchange(Communicator& comm, Pattern pattern, const void* out, cons
   const SendOptions send_options{.compression = mode};
   const int rank = comm.rank();
   if (pattern != Pattern::kOneway) {
-    // One group, as nccl-tests does: on device memory each call holds the stream until it is
-    // done, so a Recv and then a Send outside a group would wait for each other around the ring.
+    // One group, as nccl-tests does: on device memory each call on the legacy stream returns
+    // only once done, so a Recv and then a Send outside a group would wait for each other around
+    // the ring.
     const Peers peers = PeersOf(pattern, rank, comm.size());
     comm.GroupStart();
     if (peers.from >= 0) comm.Recv(ins[0], count, dtype, peers.from, nullptr);
