@@ -7,9 +7,9 @@
 // legacy default stream, too few hardware queues, CUDA MPS: docs/PIPELINE.md, "Stream order"),
 // the call keeps the same order by returning only once done.
 // Host buffers use the CPU codec (on a thread of the communicator's); with a null stream
-// they are ordered by the returned Operation alone, with a non-null one by holding it, as
-// device buffers on a created stream are (cudaStreamLegacy included; on the direct path the
-// call returns once done instead).
+// they are ordered by the returned Operation alone, with a created one by holding it, as
+// device buffers are (on cudaStreamLegacy, or on the direct path, the call returns once done
+// instead).
 // Every call also returns an Operation to test or wait on. A send to `peer` matches the
 // receive from this rank that `peer` posts in the same position, with the same count and type;
 // a receive whose count or type differs fails with a status that names both.
@@ -105,9 +105,9 @@ struct CommunicatorOptions {
   // Whether an operation on a stream keeps NCCL's stream order: later work queued on it waits
   // until the operation is done. The stream itself waits where device memory is staged; where
   // UCX moves CUDA memory itself (device_memory_direct()), no stream can be held (too few
-  // hardware queues, CUDA MPS), or device memory is on the legacy default stream (null or
-  // cudaStreamLegacy), the call instead returns only once the operation is done, since a held
-  // stream could hang it there (docs/PIPELINE.md, "Stream order"). When false the stream
+  // hardware queues, CUDA MPS), or the stream is the legacy default stream (null for device
+  // memory, or cudaStreamLegacy), the call instead returns only once the operation is done,
+  // since a held stream could hang it there (docs/PIPELINE.md, "Stream order"). When false the stream
   // is not held: the caller must Wait() on the returned Operation before the stream touches the
   // outputs or reuses an input.
   // That is for tools that synchronise the whole device after every kernel launch, such as

@@ -16,15 +16,17 @@
 //  - Device memory where no stream can be held (held_streams.h: too few hardware queues, or
 //    the CUDA MPS daemon): the wait would stop the pipeline's own copies and kernels.
 //    Host memory there is held all the same, uncounted: the pipeline does no GPU work for it.
-//  - Device memory on the legacy default stream (a null stream, or cudaStreamLegacy). On an
-//    H100, 8 ranks sharing the GPU that held it ran a sweep of staged ring allreduces until a
+//  - The legacy default stream (a null stream, or cudaStreamLegacy), whatever the memory. On
+//    an H100, 8 ranks sharing the GPU that held it ran a sweep of staged ring allreduces until a
 //    pipeline copy or kernel stopped behind the wait (every thread idle, a block stuck at one
 //    stage), on every rank, 3 runs of 3 and again in s28-1; with no hold, or with
 //    CUDA_DEVICE_MAX_CONNECTIONS=32, the same sweep passed (benchmarks/RESULTS.md, sessions 27
 //    and 28). The created streams that the queue experiments held (held_streams.h) did not do
 //    that. The legacy stream is the one every blocking stream and synchronous runtime call is
 //    ordered against, and CUDA gives it its hardware queue with the context, before any
-//    created stream: what shares that queue with it is not the pipeline's to choose.
+//    created stream: what shares that queue with it is not the pipeline's to choose. A call on
+//    host memory does no GPU work of its own, but another call of the process may be doing some
+//    while it holds the stream, so it is not held either.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -50,9 +52,8 @@ inline StreamOrder ChooseStreamOrder(bool hold_caller_stream, bool ucx_moves_dev
                                      transport::MemoryType memory, int held_stream_capacity, bool legacy_stream) {
   if (!hold_caller_stream) return StreamOrder::kInputOnly;
   if (ucx_moves_device_memory) return StreamOrder::kReturnWhenDone;
-  if (memory == transport::MemoryType::kDevice && (held_stream_capacity == 0 || legacy_stream)) {
-    return StreamOrder::kReturnWhenDone;
-  }
+  if (legacy_stream) return StreamOrder::kReturnWhenDone;
+  if (memory == transport::MemoryType::kDevice && held_stream_capacity == 0) return StreamOrder::kReturnWhenDone;
   return StreamOrder::kHoldStream;
 }
 

@@ -69,12 +69,13 @@ TEST(StreamOrder, HeldOnlyWhereNothingTheCallNeedsWaitsForTheDevice) {
   }
   EXPECT_EQ(ChooseStreamOrder(true, false, MemoryType::kDevice, 4, false), StreamOrder::kHoldStream);
   EXPECT_EQ(ChooseStreamOrder(true, false, MemoryType::kDevice, 0, false), StreamOrder::kReturnWhenDone);
-  // A held legacy stream stopped the pipeline's own GPU work (8 ranks on an H100).
-  EXPECT_EQ(ChooseStreamOrder(true, false, MemoryType::kDevice, 4, true), StreamOrder::kReturnWhenDone);
-  // Host memory needs none of the pipeline's GPU work: held even with no queue to spare, and on
-  // the legacy stream.
+  // A held legacy stream stopped the pipeline's own GPU work (8 ranks on an H100): it is never
+  // held, whatever the call's memory.
+  for (MemoryType memory : {MemoryType::kHost, MemoryType::kDevice}) {
+    EXPECT_EQ(ChooseStreamOrder(true, false, memory, 4, true), StreamOrder::kReturnWhenDone);
+  }
+  // Host memory needs none of the pipeline's GPU work: held even with no queue to spare.
   EXPECT_EQ(ChooseStreamOrder(true, false, MemoryType::kHost, 0, false), StreamOrder::kHoldStream);
-  EXPECT_EQ(ChooseStreamOrder(true, false, MemoryType::kHost, 4, true), StreamOrder::kHoldStream);
 }
 
 TEST(StreamOrder, NullAndCudaStreamLegacyAreTheLegacyStream) {
