@@ -149,17 +149,18 @@ struct CommunicatorOptions {
   // time whatever this says, docs/PIPELINE.md, "Block size"). Each peer has this many
   // plus 2 device codec slots (workspace, frame buffer and stream for one block) for sends, in
   // which the next frames encode while those blocks are on the wire, and this many plus 2 for
-  // receives (what keeps rings moving), allocated on the first device operation: bounded
-  // memory, none allocated after that, about 448 MB per peer with the defaults
-  // (docs/PIPELINE.md, "Resources"). Host blocks are bounded alike: this many plus 2 receive
-  // blocks per peer hold buffers at once. At least 1.
+  // receives (what keeps rings moving; plus 4 from the predecessor, rank - 1, in communicators
+  // of 3 or more ranks), allocated on the first device operation: bounded memory, none
+  // allocated after that, about 448 MB per peer with the defaults and 112 MB more for the
+  // predecessor (docs/PIPELINE.md, "Resources"). Host blocks are bounded alike: this many plus
+  // 2 (predecessor: plus 4) receive blocks per peer hold buffers at once. At least 1.
   int device_slots = 2;
   // Where UCX stages device memory (a host-only UCX), the receive slots of the peer whose blocks
   // this rank forwards (its predecessor: the middle of a broadcast chain, every rank of an
   // allgather ring) also hold a pinned host frame each, in which those blocks land, leave from
   // and are copied to the device beside that: the forward waits for no copy through the GPU
-  // and makes none. That pins (device_slots + 2) pipeline blocks per communicator of 3 or more
-  // ranks, 64 MB with the defaults. false forwards through the GPU instead.
+  // and makes none. That pins (device_slots + 4) pipeline blocks per communicator of 3 or more
+  // ranks, 96 MB with the defaults. false forwards through the GPU instead.
   bool forward_from_host = true;
   // Threads of the CPU codec, which codes the blocks of host buffers, the communicator's host
   // codec thread included; 0 means DefaultHostCodecThreads() (include/ucclzip/codec.h): half

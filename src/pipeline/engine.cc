@@ -28,12 +28,18 @@ constexpr uint64_t kMaxBlocksPerMessage = 1u << 16;
 // Half the transport's sequences (message_tag.h): what one call may take on one link.
 constexpr uint64_t kMaxBlocksPerLink = (uint64_t{transport::kMaxSequence} + 1) / 2;
 
-// Receive blocks per peer that may hold buffers at once: device slots, or a host block's frame
-// and scratch. A ring forwards a block up to kLinkGroupBlocks places after it arrived and holds
-// its buffers until then: more than that per peer keep every ring moving (docs/COLLECTIVES.md),
-// device_slots more keep its blocks in flight meanwhile.
-int ReceiveBlocksPerPeer(const CommunicatorOptions& options) {
-  return options.device_slots + static_cast<int>(kLinkGroupBlocks);
+// Receive blocks from `peer` that may hold buffers at once: device slots, or a host block's
+// frame and scratch. A ring sends a block on up to its link's group (LinkGroupBlocks) places
+// after it arrived and holds its buffers until then: more than that keep every ring moving
+// (docs/COLLECTIVES.md), device_slots more keep its blocks in flight meanwhile.
+int ReceiveBlocksFrom(int peer, int rank, int world, const CommunicatorOptions& options) {
+  return options.device_slots + static_cast<int>(LinkGroupBlocks(peer, rank, world));
+}
+
+std::vector<int> ReceiveBlocksPerPeer(int rank, int world, const CommunicatorOptions& options) {
+  std::vector<int> places(world);
+  for (int peer = 0; peer < world; ++peer) places[peer] = ReceiveBlocksFrom(peer, rank, world, options);
+  return places;
 }
 
 // "send to peer 1 (1000 elements of bf16" or "allreduce (1000 elements of bf16, sum"; the caller
@@ -77,7 +83,7 @@ Engine::Engine(TransportLanes& lanes, const CommunicatorOptions& options,
       policy_(options.min_compress_bytes),
       send_window_(lanes.size(), options.device_slots, std::max<uint64_t>(options.pipeline_block_bytes, 1)),
       host_frames_ahead_(lanes.size(), kEncodeAheadBlocks),
-      host_receive_blocks_(lanes.size(), ReceiveBlocksPerPeer(options)) {
+      host_receive_blocks_(ReceiveBlocksPerPeer(lanes.rank(), lanes.size(), options)) {
   thread_ = std::thread([this] { Loop(); });
   pthread_setname_np(thread_.native_handle(), "ucclzip-engine");
 }
@@ -135,7 +141,7 @@ absl::Status Engine::EnsureDevice(int device) {
     // Where device memory is staged, a block to forward lands in the slot's pinned host frame
     // and leaves from there (operation_task_recv.cc).
     absl::StatusOr<std::unique_ptr<DeviceSlotPool>> r = DeviceSlotPool::Create(
-        ReceiveBlocksPerPeer(options_), block_bytes,
+        ReceiveBlocksFrom(peer, rank_, world, options_), block_bytes,
         SlotExtras{.scratch = true, .host_frame = options_.forward_from_host && staged && peer == forwarded_peer});
     if (!r.ok()) return r.status();
     send[peer] = std::move(*s);
@@ -303,8 +309,7 @@ void Engine::Submit(std::vector<OperationSpec> specs) {
   std::vector<std::unique_ptr<OperationTask>> tasks;
   // The callers' streams wait only now, after every call of the group has recorded its position.
   for (OperationSpec& spec : specs) {
-    auto task = std::make_unique<OperationTask>(std::move(spec), lanes_.size());
-    task->set_rank(rank_);
+    auto task = std::make_unique<OperationTask>(std::move(spec), lanes_.size(), rank_);
     if (!task->spec().refused.ok()) {
       task->Fail(task->spec().refused);
       tasks.push_back(std::move(task));

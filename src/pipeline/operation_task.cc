@@ -9,8 +9,9 @@
 
 namespace ucclzip::pipeline {
 
-OperationTask::OperationTask(OperationSpec spec, int world_size)
+OperationTask::OperationTask(OperationSpec spec, int world_size, int rank)
     : spec_(std::move(spec)),
+      rank_(rank),
       send_order_(world_size),
       recv_order_(world_size),
       first_send_sequence_(world_size),
@@ -54,7 +55,8 @@ OperationTask::~OperationTask() {
 }
 
 void OperationTask::BuildLinkOrder() {
-  const LinkOrder order = LinkOrderOf(spec_.schedule, spec_.block_elements, static_cast<int>(send_order_.size()));
+  const LinkOrder order =
+      LinkOrderOf(spec_.schedule, spec_.block_elements, static_cast<int>(send_order_.size()), rank_);
   auto index = [](auto& blocks, const std::vector<uint32_t>& step_first, const auto& links, auto& out) {
     for (size_t peer = 0; peer < links.size(); ++peer) {
       for (const StepBlock& at : links[peer]) {

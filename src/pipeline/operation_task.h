@@ -102,7 +102,8 @@ struct TaskContext {
 
 class OperationTask {
  public:
-  OperationTask(OperationSpec spec, int world_size);
+  // `rank`: this rank, whose links the task's blocks are ordered on (LinkOrderOf).
+  OperationTask(OperationSpec spec, int world_size, int rank);
   ~OperationTask();
   OperationTask(const OperationTask&) = delete;
   OperationTask& operator=(const OperationTask&) = delete;
@@ -112,7 +113,6 @@ class OperationTask {
   uint32_t RecvBlocksFrom(int peer) const { return static_cast<uint32_t>(recv_order_[peer].size()); }
   // Given by the engine at submission: the first sequence of this task on each link.
   void set_first_sequences(std::vector<uint32_t> send, std::vector<uint32_t> recv);
-  void set_rank(int rank) { rank_ = rank; }
   // The task's place among this communicator's submissions (the same on every rank for the
   // same sequence of calls): names it in traces.
   void set_number(uint64_t number) { number_ = number; }
@@ -323,7 +323,7 @@ class OperationTask {
   OperationSpec spec_;
   absl::Status status_;
   absl::Time started_ = absl::Now();
-  int rank_ = 0;
+  const int rank_;
   uint64_t number_ = 0;
   bool input_seen_ready_ = false;
 

@@ -5,17 +5,19 @@
 // for another's. Pipeline thread only.
 #pragma once
 
+#include <utility>
 #include <vector>
 
 namespace ucclzip::pipeline {
 
 class PeerPlaces {
  public:
-  PeerPlaces(int peers, int places_per_peer) : taken_(peers, 0), places_per_peer_(places_per_peer) {}
+  PeerPlaces(int peers, int places_per_peer) : PeerPlaces(std::vector<int>(peers, places_per_peer)) {}
+  explicit PeerPlaces(std::vector<int> places) : taken_(places.size(), 0), places_(std::move(places)) {}
 
   // Takes one of `peer`'s places (false: all are taken).
   bool TryTake(int peer) {
-    if (taken_[peer] >= places_per_peer_) return false;
+    if (taken_[peer] >= places_[peer]) return false;
     ++taken_[peer];
     return true;
   }
@@ -23,7 +25,7 @@ class PeerPlaces {
 
  private:
   std::vector<int> taken_;
-  const int places_per_peer_;
+  const std::vector<int> places_;
 };
 
 }  // namespace ucclzip::pipeline

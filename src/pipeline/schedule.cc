@@ -37,16 +37,23 @@ uint64_t PipelineBlockElements(uint64_t operation_count, size_t element_size, ui
 namespace {
 
 // Orders the blocks of `steps` steps (step s: blocks(s) blocks, to or from peer_of(s)) onto
-// their links, a group of kLinkGroupBlocks blocks of each step after the other.
-template <typename Blocks, typename PeerOf>
-std::vector<std::vector<StepBlock>> OrderLinks(size_t steps, Blocks blocks, PeerOf peer_of, int world_size) {
+// their links: on each, a group of group_of(peer) blocks of each of its steps after the other.
+template <typename Blocks, typename PeerOf, typename GroupOf>
+std::vector<std::vector<StepBlock>> OrderLinks(size_t steps, Blocks blocks, PeerOf peer_of, GroupOf group_of,
+                                               int world_size) {
   std::vector<std::vector<StepBlock>> links(world_size);
-  uint32_t most = 0;
-  for (size_t s = 0; s < steps; ++s) most = std::max(most, blocks(s));
-  for (uint32_t group = 0; group < most; group += kLinkGroupBlocks) {
+  for (int peer = 0; peer < world_size; ++peer) {
+    uint32_t most = 0;
     for (size_t s = 0; s < steps; ++s) {
-      for (uint32_t b = group; b < std::min(group + kLinkGroupBlocks, blocks(s)); ++b) {
-        links[peer_of(s)].push_back({static_cast<int>(s), b});
+      if (peer_of(s) == peer) most = std::max(most, blocks(s));
+    }
+    const uint32_t group_blocks = group_of(peer);
+    for (uint32_t group = 0; group < most; group += group_blocks) {
+      for (size_t s = 0; s < steps; ++s) {
+        if (peer_of(s) != peer) continue;
+        for (uint32_t b = group; b < std::min(group + group_blocks, blocks(s)); ++b) {
+          links[peer].push_back({static_cast<int>(s), b});
+        }
       }
     }
   }
@@ -55,14 +62,16 @@ std::vector<std::vector<StepBlock>> OrderLinks(size_t steps, Blocks blocks, Peer
 
 }  // namespace
 
-LinkOrder LinkOrderOf(const Schedule& schedule, uint64_t block_elements, int world_size) {
+LinkOrder LinkOrderOf(const Schedule& schedule, uint64_t block_elements, int world_size, int rank) {
   return LinkOrder{
       .sends = OrderLinks(
           schedule.sends.size(), [&](size_t s) { return BlockCount(schedule.sends[s].chunk.count, block_elements); },
-          [&](size_t s) { return schedule.sends[s].peer; }, world_size),
+          [&](size_t s) { return schedule.sends[s].peer; },
+          [&](int peer) { return LinkGroupBlocks(rank, peer, world_size); }, world_size),
       .recvs = OrderLinks(
           schedule.recvs.size(), [&](size_t s) { return BlockCount(schedule.recvs[s].count, block_elements); },
-          [&](size_t s) { return schedule.recvs[s].peer; }, world_size)};
+          [&](size_t s) { return schedule.recvs[s].peer; },
+          [&](int peer) { return LinkGroupBlocks(peer, rank, world_size); }, world_size)};
 }
 
 }  // namespace ucclzip::pipeline

@@ -6,12 +6,12 @@
 // or after it was reduced with local data (re-encoded).
 //
 // Ordering, which both ends of a link derive from their own schedules (LinkOrderOf below): the
-// blocks a rank sends to one peer take transport sequences in groups of kLinkGroupBlocks blocks,
+// blocks a rank sends to one peer take transport sequences in groups of LinkGroupBlocks blocks,
 // group-major (the group's blocks of every send step to that peer, in step order, then the next
 // group), and the peer numbers its receives from this rank the same way. A ring's block is
-// thereby forwarded kLinkGroupBlocks places after it arrived, so that many blocks are on their
-// way on every link at once, and never further, so that bounded receive slots cannot deadlock
-// a ring (docs/COLLECTIVES.md, "Link order").
+// thereby sent on a group's length of places after it arrived, so that the blocks after it keep
+// the link busy while it is reduced or forwarded, and never further, so that bounded receive
+// slots cannot deadlock a ring (docs/COLLECTIVES.md, "Link order").
 #pragma once
 
 #include <cstdint>
@@ -129,10 +129,19 @@ inline constexpr uint64_t kMinBlocksPerOperation = 4;
 uint64_t PipelineBlockElements(uint64_t operation_count, size_t element_size, uint64_t block_bytes,
                                uint64_t min_block_bytes, uint32_t chain_hops = 1);
 
-// How many consecutive blocks of each step a link carries before the next step's: the most
-// blocks a ring has on its way per link. Receive pools hold more slots than this per peer (the
-// deadlock bound). A protocol constant: both ends of every link must order alike.
+// How many consecutive blocks of each step a link carries before the next step's: how many
+// places after its arrival a ring sends a block on. On the links along which rings and chains
+// send blocks on (a rank to its successor, from 3 ranks up) kRelayLinkGroupBlocks: the two
+// blocks on their way land together, and with a group of 2 the link then waited while the first
+// was reduced or forwarded; with 4 the next two are on their way meanwhile (benchmarks/RESULTS.md,
+// twenty-fifth and twenty-ninth sessions). Elsewhere kLinkGroupBlocks. A receive pool holds more
+// slots than its link's group (the deadlock bound, docs/COLLECTIVES.md). Protocol constants:
+// both ends of every link must order alike.
 inline constexpr uint32_t kLinkGroupBlocks = 2;
+inline constexpr uint32_t kRelayLinkGroupBlocks = 4;
+constexpr uint32_t LinkGroupBlocks(int from, int to, int world_size) {
+  return world_size >= 3 && to == (from + 1) % world_size ? kRelayLinkGroupBlocks : kLinkGroupBlocks;
+}
 
 // The one peer whose blocks a rank forwards (SendStep::Source::kForward) in every algorithm:
 // rings and chains send on only what they receive from their predecessor, and with fewer than
@@ -147,12 +156,12 @@ struct StepBlock {
   bool operator==(const StepBlock&) const = default;
 };
 
-// Per peer, the blocks of the schedule's sends to it and receives from it in transport
-// sequence order (the order above).
+// Per peer, the blocks of rank `rank`'s schedule's sends to it and receives from it in
+// transport sequence order (the order above).
 struct LinkOrder {
   std::vector<std::vector<StepBlock>> sends;
   std::vector<std::vector<StepBlock>> recvs;
 };
-LinkOrder LinkOrderOf(const Schedule& schedule, uint64_t block_elements, int world_size);
+LinkOrder LinkOrderOf(const Schedule& schedule, uint64_t block_elements, int world_size, int rank);
 
 }  // namespace ucclzip::pipeline

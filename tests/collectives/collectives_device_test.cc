@@ -139,8 +139,8 @@ INSTANTIATE_TEST_SUITE_P(, CollectivesDeviceRelays, ::testing::Bool(),
                          [](const auto& info) { return info.param ? "from_host" : "through_the_device"; });
 
 // One device slot per peer and direction, the fewest there can be: receive pools then hold
-// 1 + kLinkGroupBlocks slots per peer, one more than a ring keeps between a block's arrival and
-// its forward, so every ring still moves (docs/COLLECTIVES.md, "Link order").
+// 1 + the link's group (pipeline::LinkGroupBlocks) slots per peer, one more than a ring keeps
+// between a block's arrival and its forward, so every ring still moves (docs/COLLECTIVES.md, "Link order").
 // 4 ranks, 16 blocks per chunk, every block a frame or a reduced block holding its slot.
 TEST(CollectivesDeviceSmall, OneSlotPerPeerKeepsEveryRingMoving) {
   UCCLZIP_SKIP_WITHOUT_GPU();

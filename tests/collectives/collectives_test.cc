@@ -203,8 +203,8 @@ TEST(Collectives, SharedMemoryAndSmallBlocksWithManyBlocksPerChunk) {
 
 // Host receive blocks hold their buffers in places bounded as a device receive pool's slots are
 // (engine.cc, ReceiveBlocksPerPeer): with one block on its way per peer, the fewest there can
-// be, 1 + kLinkGroupBlocks per peer, one more than a ring keeps between a block's arrival and
-// its forward, so every ring still moves; alone and in one group. 4 ranks, 16 KiB blocks: each
+// be, 1 + the link's group (pipeline::LinkGroupBlocks) per peer, one more than a ring keeps
+// between a block's arrival and its forward, so every ring still moves; alone and in one group. 4 ranks, 16 KiB blocks: each
 // chunk far more blocks than the places, every frame and reduced block holding one.
 TEST(Collectives, OneBlockPerPeerKeepsEveryRingMovingOnHostMemory) {
   transport::TransportOptions options = PipelineOptions();

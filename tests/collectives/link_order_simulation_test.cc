@@ -5,11 +5,11 @@
 // order; receives take a receive slot in link order once their envelope arrived and keep it
 // until every send reading them is done), every block taking a slot as a device frame does
 // (the worst case), with transfers completing in random orders and in the order that holds
-// resources longest. With the engine's slots (device_slots + kEncodeAheadBlocks send slots and
-// device_slots + kLinkGroupBlocks receive slots per peer) every schedule finishes, alone or
-// with others in one group (calls taking their turns on each link); with kLinkGroupBlocks
-// receive slots, one fewer than the bound of docs/COLLECTIVES.md, a ring deadlocks, and so
-// does a group whose calls do not take turns.
+// resources longest. With the engine's slots (device_slots + kEncodeAheadBlocks send slots per
+// peer, and device_slots + the link's group receive slots: pipeline::LinkGroupBlocks) every
+// schedule finishes, alone or with others in one group (calls taking their turns on each link);
+// with as many receive slots as the link's group, one fewer than the bound of
+// docs/COLLECTIVES.md, a ring deadlocks, and so does a group whose calls do not take turns.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -31,7 +31,8 @@ using pipeline::StepBlock;
 struct Limits {
   int window = 2;      // blocks on their way to one peer (device_slots)
   int send_slots = 2;  // per peer, for encodes of the caller's elements (device_slots)
-  int recv_slots = 4;  // per peer (device_slots + kLinkGroupBlocks)
+  // Per peer, beyond the group of the link from it (pipeline::LinkGroupBlocks): device_slots.
+  int recv_slots_beyond_group = 2;
   // Calls in flight at once take their turns on each link in call order (as the engine does).
   bool in_call_order = true;
   // Frames start encoding while the window is full, in the send slots beyond it (as the
@@ -43,7 +44,7 @@ struct Limits {
 Limits EngineLimits(int device_slots) {
   return Limits{.window = device_slots,
                 .send_slots = device_slots + pipeline::kEncodeAheadBlocks,
-                .recv_slots = device_slots + static_cast<int>(pipeline::kLinkGroupBlocks),
+                .recv_slots_beyond_group = device_slots,
                 .encode_ahead = true};
 }
 
@@ -69,7 +70,7 @@ class Simulation {
       Op& op = ops_.back();
       op.schedules = schedules;
       for (int r = 0; r < world_; ++r) {
-        op.orders.push_back(pipeline::LinkOrderOf(schedules[r], block_elements, world_));
+        op.orders.push_back(pipeline::LinkOrderOf(schedules[r], block_elements, world_, r));
         op.ranks.emplace_back();
         OpRank& state = op.ranks.back();
         state.next_send.assign(world_, 0);
@@ -102,6 +103,10 @@ class Simulation {
   }
 
  private:
+  // Rank r's receive slots for blocks from peer p, as the engine allocates them.
+  int RecvSlots(int p, int r) const {
+    return limits_.recv_slots_beyond_group + static_cast<int>(pipeline::LinkGroupBlocks(p, r, world_));
+  }
   // kAhead: a frame encoding ahead of the window (its send slot held, its envelope not sent).
   enum State { kWaiting, kAhead, kStarted, kLanded, kDone };
   // A rank's resources, shared by the operations.
@@ -178,7 +183,7 @@ class Simulation {
         // The next receive from p: its envelope is there once p started that send.
         const auto& recvs = op.orders[r].recvs[p];
         if (size_t k = mine.next_post[p]; k < recvs.size() && EarlierStarted(o, r, p, false)) {
-          if (op.ranks[p].send_state[r][k] >= kStarted && rank.recv_slots[p] < limits_.recv_slots) {
+          if (op.ranks[p].send_state[r][k] >= kStarted && rank.recv_slots[p] < RecvSlots(p, r)) {
             grabs.push_back([&rank, &mine, p, k] {
               mine.recv_state[p][k] = kStarted;
               ++rank.recv_slots[p];
@@ -360,7 +365,7 @@ TEST(LinkOrderSimulation, GroupsOfCollectivesFinishWithTheEnginesSlots) {
 
 // Without the call order across them, the calls of a group take each other's slots.
 TEST(LinkOrderSimulation, AGroupWithoutCallOrderDeadlocks) {
-  Limits limits{.window = 1, .send_slots = 1, .recv_slots = 1 + static_cast<int>(pipeline::kLinkGroupBlocks)};
+  Limits limits{.window = 1, .send_slots = 1, .recv_slots_beyond_group = 1};
   limits.in_call_order = false;
   const auto gather = AllRanks(4, [](int r) { return RingAllGather(r, 4, 61, false); });
   Simulation simulation({gather, gather}, kBlockElements, limits);
@@ -373,7 +378,7 @@ TEST(LinkOrderSimulation, ARingWithNoMoreSlotsThanTheLagDeadlocks) {
   const std::vector<Schedule> gather = AllRanks(4, [](int r) { return RingAllGather(r, 4, 61, false); });
   for (bool encode_ahead : {false, true}) {
     Limits tight = EngineLimits(2);
-    tight.recv_slots = static_cast<int>(pipeline::kLinkGroupBlocks);
+    tight.recv_slots_beyond_group = 0;
     tight.encode_ahead = encode_ahead;
     Simulation simulation(gather, kBlockElements, tight);
     EXPECT_FALSE(simulation.Run(Order::kHoldLongest, 0)) << "encode ahead " << encode_ahead;

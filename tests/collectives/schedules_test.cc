@@ -2,7 +2,7 @@
 // 9, at larger ones as jobs over several nodes run them (WorldSizes), and at awkward counts, what each rank sends to a peer matches, step for step and element for
 // element, what that peer expects from it, and forwarded or reduced sends name receives of
 // the same count. Their link orders agree on both ends of every link, and a block is sent on
-// at most kLinkGroupBlocks places after it arrived (the bound that keeps bounded receive slots
+// at most its link's group of places after it arrived (the bound that keeps bounded receive slots
 // from deadlocking, docs/COLLECTIVES.md).
 #include <gtest/gtest.h>
 
@@ -158,7 +158,7 @@ TEST(LinkOrder, BothEndsOfEveryLinkNumberTheSameBlocks) {
     ForEachAlgorithm([&](const std::string& what, const std::vector<Schedule>& schedules) {
       const int world = static_cast<int>(schedules.size());
       std::vector<pipeline::LinkOrder> orders;
-      for (const Schedule& schedule : schedules) orders.push_back(pipeline::LinkOrderOf(schedule, block_elements, world));
+      for (int r = 0; r < world; ++r) orders.push_back(pipeline::LinkOrderOf(schedules[r], block_elements, world, r));
       for (int a = 0; a < world; ++a) {
         for (int b = 0; b < world; ++b) {
           // Block index and step count at each sequence, as the sender's envelope and the
@@ -178,16 +178,16 @@ TEST(LinkOrder, BothEndsOfEveryLinkNumberTheSameBlocks) {
 }
 
 // A send that reads a receive's block (a forward, a reduced block, or a chunk the receive
-// wrote) takes its place on its link at most kLinkGroupBlocks places after that block's place
-// on the link it arrived by; in rings, exactly that many once the chunks are long enough, so
-// that kLinkGroupBlocks blocks are on every link at once.
+// wrote) takes its place on its link at most that link's group (pipeline::LinkGroupBlocks)
+// places after that block's place on the link it arrived by; in rings, exactly that many once
+// the chunks are long enough, so that many blocks are on every link at once.
 TEST(LinkOrder, BlocksAreSentOnAtMostAGroupAfterTheyArrive) {
   for (uint64_t block_elements : {1, 7, 1000}) {
     ForEachAlgorithm([&](const std::string& what, const std::vector<Schedule>& schedules) {
       const int world = static_cast<int>(schedules.size());
       for (int r = 0; r < world; ++r) {
         const Schedule& schedule = schedules[r];
-        const pipeline::LinkOrder order = pipeline::LinkOrderOf(schedule, block_elements, world);
+        const pipeline::LinkOrder order = pipeline::LinkOrderOf(schedule, block_elements, world, r);
         std::vector<LinkPlaces> send_places, recv_places;
         for (int peer = 0; peer < world; ++peer) {
           send_places.emplace_back(order.sends[peer]);
@@ -202,20 +202,21 @@ TEST(LinkOrder, BlocksAreSentOnAtMostAGroupAfterTheyArrive) {
             const size_t arrived = recv_places[from].Of({send.recv_step, b});
             ASSERT_LT(sent, order.sends[send.peer].size()) << what;
             ASSERT_LT(arrived, order.recvs[from].size()) << what;
-            EXPECT_LE(sent, arrived + pipeline::kLinkGroupBlocks) << what << " rank " << r << " send step " << s << " block " << b;
+            EXPECT_LE(sent, arrived + pipeline::LinkGroupBlocks(from, r, world)) << what << " rank " << r << " send step " << s << " block " << b;
             EXPECT_GE(sent, arrived) << what << " rank " << r << " send step " << s << " block " << b;
           }
         }
       }
     });
   }
-  // 4 ranks, 4 blocks per chunk: every forward of the allgather leaves 2 places after its block arrived.
+  // 4 ranks, 4 blocks per chunk: every forward of the allgather leaves a relay link's group of
+  // places after its block arrived.
   const Schedule gather = RingAllGather(1, 4, 4000, false);
-  const pipeline::LinkOrder order = pipeline::LinkOrderOf(gather, 1000, 4);
+  const pipeline::LinkOrder order = pipeline::LinkOrderOf(gather, 1000, 4, 1);
   const LinkPlaces to_next(order.sends[2]), from_previous(order.recvs[0]);
   for (int s = 1; s < 3; ++s) {
     for (uint32_t b = 0; b < 4; ++b) {
-      EXPECT_EQ(to_next.Of({s, b}), from_previous.Of({s - 1, b}) + pipeline::kLinkGroupBlocks)
+      EXPECT_EQ(to_next.Of({s, b}), from_previous.Of({s - 1, b}) + pipeline::kRelayLinkGroupBlocks)
           << "step " << s << " block " << b;
     }
   }
