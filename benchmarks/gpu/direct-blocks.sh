@@ -46,7 +46,7 @@ for name in tcp shm; do
     [[ $transport != default ]] && block_flags+=(--block_bytes "$transport")
     UCCLZIP_HOLD_STREAM=$hold timeout -k 10 120 "$bench" sendrecv --ranks 2 --memory device --tls "$tls" --compress off --pattern oneway \
       --min_bytes 256M --max_bytes 256M --iters "${ITERS:-8}" --warmup 3 --latency_iters 0 --window "$window" \
-      "${block_flags[@]}" -c 1 --json >"$log.jsonl" 2>"$log.err" ||
+      "${block_flags[@]}" --json >"$log.jsonl" 2>"$log.err" ||
       echo "$name $pair window $window failed: $(tail -c 300 "$log.err")"
     sed "s/^{/{\"tls_name\":\"$name\",\"blocks\":\"$pair\",\"hold\":$hold,/" "$log.jsonl" | grep '^{' >>"$summary"
   done
