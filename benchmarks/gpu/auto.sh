@@ -21,6 +21,10 @@
 #   CASE_TIMEOUT  seconds per case (default 150)
 #   DIRECT_TLS_tcp, DIRECT_TLS_shm  UCX_TLS of the direct path (default: tcp or posix,sysv, plus
 #                 cuda_copy,cuda_ipc)
+#   AUTO_DECISIONS=1  logs at debug level and keeps auto's decisions (below): a diagnosis, not a
+#                 timing run. Until session 29 it was the default; the direct path's
+#                 uncompressed 256 MB messages then moved 554-656 GB/s (H100 s29-4), against
+#                 915-1 031 in direct-blocks.sh without debug logging (s29-6, RESULTS.md)
 set -uo pipefail
 OUT=${OUT:?set OUT to the folder for the logs}
 mkdir -p "$OUT"
@@ -56,13 +60,13 @@ on_path() {
 }
 
 # tagged TAGS LOG -- ARGS...: runs the bench with ARGS within the case timeout; its JSON lines,
-# TAGS in front, go to the summary. With AUTO_DECISIONS=1 (the default) it logs at debug level
-# and keeps auto's decisions with the rates behind them ("auto: blocks to peer ... now go ...")
-# in LOG.decisions, to see why auto chose what it did.
+# TAGS in front, go to the summary. With AUTO_DECISIONS=1 it logs at debug level and keeps
+# auto's decisions with the rates behind them ("auto: blocks to peer ... now go ...") in
+# LOG.decisions, to see why auto chose what it did.
 tagged() {
   local tags=$1 log=$2
   shift 3
-  UCCLZIP_LOG_LEVEL=$([[ ${AUTO_DECISIONS:-1} == 1 ]] && echo debug || echo "${UCCLZIP_LOG_LEVEL:-error}") \
+  UCCLZIP_LOG_LEVEL=$([[ ${AUTO_DECISIONS:-0} == 1 ]] && echo debug || echo "${UCCLZIP_LOG_LEVEL:-error}") \
     timeout -k 10 "$limit" "$BENCH" "$@" --json >"$log.jsonl" 2>"$log.err" ||
     echo "$(basename "$log"): failed (rc $?): $(tail -c 300 "$log.err")"
   grep -h "auto:" "$log.err" >"$log.decisions" 2>/dev/null
