@@ -33,6 +33,9 @@ struct Limits {
   int send_slots = 2;  // per peer, for encodes of the caller's elements (device_slots)
   // Per peer, beyond the group of the link from it (pipeline::LinkGroupBlocks): device_slots.
   int recv_slots_beyond_group = 2;
+  // Nonzero: every peer this many receive slots instead, whatever the link's group (as the
+  // engine gave every peer device_slots + kLinkGroupBlocks before relay links took groups of 4).
+  int recv_slots_every_peer = 0;
   // Calls in flight at once take their turns on each link in call order (as the engine does).
   bool in_call_order = true;
   // Frames start encoding while the window is full, in the send slots beyond it (as the
@@ -105,6 +108,7 @@ class Simulation {
  private:
   // Rank r's receive slots for blocks from peer p, as the engine allocates them.
   int RecvSlots(int p, int r) const {
+    if (limits_.recv_slots_every_peer > 0) return limits_.recv_slots_every_peer;
     return limits_.recv_slots_beyond_group + static_cast<int>(pipeline::LinkGroupBlocks(p, r, world_));
   }
   // kAhead: a frame encoding ahead of the window (its send slot held, its envelope not sent).
@@ -382,6 +386,27 @@ TEST(LinkOrderSimulation, ARingWithNoMoreSlotsThanTheLagDeadlocks) {
     tight.encode_ahead = encode_ahead;
     Simulation simulation(gather, kBlockElements, tight);
     EXPECT_FALSE(simulation.Run(Order::kHoldLongest, 0)) << "encode ahead " << encode_ahead;
+  }
+}
+
+// The predecessor's extra slots are needed: with device_slots + kLinkGroupBlocks receive slots
+// from every peer (what the engine gave before relay links took groups of
+// kRelayLinkGroupBlocks), no more than a relay link's group for device_slots 1 and 2, every ring
+// of 3 ranks or more deadlocks.
+TEST(LinkOrderSimulation, RelayLinksNeedMoreSlotsThanOtherLinks) {
+  for (int device_slots : {1, 2}) {
+    for (int world = 3; world <= 5; ++world) {
+      const auto gather = AllRanks(world, [&](int r) { return RingAllGather(r, world, 61, false); });
+      const auto scatter = AllRanks(world, [&](int r) { return RingReduceScatter(r, world, 61, ReduceOp::kSum, false); });
+      for (const auto& [what, schedules] : {std::pair{"allgather", gather}, std::pair{"reducescatter", scatter}}) {
+        Limits uniform = EngineLimits(device_slots);
+        uniform.recv_slots_every_peer = device_slots + static_cast<int>(pipeline::kLinkGroupBlocks);
+        ASSERT_LE(uniform.recv_slots_every_peer, static_cast<int>(pipeline::LinkGroupBlocks(world - 1, 0, world)));
+        Simulation simulation(schedules, kBlockElements, uniform);
+        EXPECT_FALSE(simulation.Run(Order::kHoldLongest, 0))
+            << what << ", " << world << " ranks, device_slots " << device_slots;
+      }
+    }
   }
 }
 
