@@ -22,9 +22,7 @@
 #   DIRECT_TLS_tcp, DIRECT_TLS_shm  UCX_TLS of the direct path (default: tcp or posix,sysv, plus
 #                 cuda_copy,cuda_ipc)
 #   AUTO_DECISIONS=1  logs at debug level and keeps auto's decisions (below): a diagnosis, not a
-#                 timing run. Until session 29 it was the default; the direct path's
-#                 uncompressed 256 MB messages then moved 554-656 GB/s (H100 s29-4), against
-#                 915-1 031 in direct-blocks.sh without debug logging (s29-6, RESULTS.md)
+#                 timing run (until session 29 it was the default)
 set -uo pipefail
 OUT=${OUT:?set OUT to the folder for the logs}
 mkdir -p "$OUT"
@@ -69,7 +67,7 @@ tagged() {
   UCCLZIP_LOG_LEVEL=$([[ ${AUTO_DECISIONS:-0} == 1 ]] && echo debug || echo "${UCCLZIP_LOG_LEVEL:-error}") \
     timeout -k 10 "$limit" "$BENCH" "$@" --json >"$log.jsonl" 2>"$log.err" ||
     echo "$(basename "$log"): failed (rc $?): $(tail -c 300 "$log.err")"
-  grep -h "auto:" "$log.err" >"$log.decisions" 2>/dev/null
+  [[ ${AUTO_DECISIONS:-0} == 1 ]] && grep -h "auto:" "$log.err" >"$log.decisions" 2>/dev/null
   sed "s/^{/{$tags,/" "$log.jsonl" | grep '^{' >>"$summary"
 }
 

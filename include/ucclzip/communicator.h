@@ -151,7 +151,7 @@ struct CommunicatorOptions {
   // which the next frames encode while those blocks are on the wire, and this many plus 2 for
   // receives (what keeps rings moving; plus 4 from the predecessor, rank - 1, in communicators
   // of 3 or more ranks), allocated on the first device operation: bounded memory, none
-  // allocated after that, about 448 MB per peer with the defaults and 112 MB more for the
+  // allocated after that, about 448 MB per peer with the defaults and 128 MB more for the
   // predecessor (docs/PIPELINE.md, "Resources"). Host blocks are bounded alike: this many plus
   // 2 (predecessor: plus 4) receive blocks per peer hold buffers at once. At least 1.
   int device_slots = 2;

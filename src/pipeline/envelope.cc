@@ -10,7 +10,10 @@ namespace {
 constexpr uint32_t kMagic = 0x45505a55;  // "UZPE" little-endian
 // 3: the plain run fields (bytes 72..79). 4: a run's first block alone sends an envelope.
 // 5: a frame's lane length (byte 69).
-constexpr uint8_t kVersion = 5;
+// 6: relay links order their blocks in groups of 4 (schedule.h, LinkGroupBlocks), so a peer
+// that numbers them as version 5 did fails here, naming the version, instead of at a block
+// that is not the one it expected.
+constexpr uint8_t kVersion = 6;
 
 void Put(uint8_t* at, uint64_t value, int bytes) {
   for (int i = 0; i < bytes; ++i) at[i] = static_cast<uint8_t>(value >> (8 * i));

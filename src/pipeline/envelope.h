@@ -4,7 +4,7 @@
 //
 //   offset size field
 //        0    4 magic "UZPE"
-//        4    1 version (5)
+//        4    1 version (6)
 //        5    1 kind: 0 plain bytes, 1 frame
 //        6    1 dtype (DataType)
 //        7    1 operation kind (schedule.h's OperationKind)

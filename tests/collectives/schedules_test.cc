@@ -2,8 +2,8 @@
 // 9, at larger ones as jobs over several nodes run them (WorldSizes), and at awkward counts, what each rank sends to a peer matches, step for step and element for
 // element, what that peer expects from it, and forwarded or reduced sends name receives of
 // the same count. Their link orders agree on both ends of every link, and a block is sent on
-// at most its link's group of places after it arrived (the bound that keeps bounded receive slots
-// from deadlocking, docs/COLLECTIVES.md).
+// at most the group of the link it arrived by of places after it arrived (the bound that keeps
+// bounded receive slots from deadlocking, docs/COLLECTIVES.md).
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -178,9 +178,10 @@ TEST(LinkOrder, BothEndsOfEveryLinkNumberTheSameBlocks) {
 }
 
 // A send that reads a receive's block (a forward, a reduced block, or a chunk the receive
-// wrote) takes its place on its link at most that link's group (pipeline::LinkGroupBlocks)
-// places after that block's place on the link it arrived by; in rings, exactly that many once
-// the chunks are long enough, so that many blocks are on every link at once.
+// wrote) takes its place on its link at most the group (pipeline::LinkGroupBlocks) of the link
+// the block arrived by places after that block's place on that link; in rings, exactly that
+// many once the chunks are long enough, so that the blocks after it are on their way while it
+// is reduced or forwarded.
 TEST(LinkOrder, BlocksAreSentOnAtMostAGroupAfterTheyArrive) {
   for (uint64_t block_elements : {1, 7, 1000}) {
     ForEachAlgorithm([&](const std::string& what, const std::vector<Schedule>& schedules) {

@@ -100,6 +100,10 @@ TEST(Envelope, RejectsBadMagicKindTypeAndOperation) {
   auto bad_magic = good;
   bad_magic[1] ^= 1;
   EXPECT_EQ(DecodeEnvelope(bad_magic.data()).status().code(), absl::StatusCode::kDataLoss);
+  // Version 5 ordered every link in groups of 2 blocks: a peer of that version is refused.
+  auto older = good;
+  older[4] = 5;
+  EXPECT_EQ(DecodeEnvelope(older.data()).status().code(), absl::StatusCode::kDataLoss);
   auto bad_kind = good;
   bad_kind[5] = 7;
   EXPECT_EQ(DecodeEnvelope(bad_kind.data()).status().code(), absl::StatusCode::kDataLoss);
