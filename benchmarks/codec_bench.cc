@@ -368,7 +368,8 @@ int CodecMain(const std::vector<std::string>&) {
 }
 
 const RegisterSubcommand kRegister("codec", "codec ratio vs entropy bound, compress/decompress latency and GB/s",
-                                   SharedFlags({FlagGroup::kMeasure}, {"device", "bytes", "input", "lane_symbols", "combine"}),
+                                   SharedFlags({FlagGroup::kMeasure}, {"device", "bytes", "input", "lane_symbols", "threads",
+                                                                         "thread_clock", "combine", "vs", "nvcomp_chunk"}),
                                    CodecMain);
 
 }  // namespace
