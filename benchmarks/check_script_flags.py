@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Checks the flags that the benchmark scripts pass to ucclzip-bench (a ctest): every flag written
-out after a subcommand in benchmarks/gpu/*.sh, *.bash, benchmarks/shaped-link and scripts/ must
-be one that subcommand's --help lists. The benchmark refuses a flag its subcommand does not
+"""Checks the benchmark scripts that run on the GPU machine (a ctest): each must parse (`bash -n`),
+and every flag written out after a subcommand in benchmarks/gpu/*.sh, *.bash,
+benchmarks/shaped-link and scripts/ must be one that subcommand's --help lists. The benchmark refuses a flag its subcommand does not
 read, so a script that passes one fails every case it runs, and only on the GPU machine, after
 its build: direct-blocks.sh passed `sendrecv -c 1` for four sessions (H100 run s29-5).
 Flags held in variables cannot be read here; a flag written out can.
@@ -54,13 +54,17 @@ def main():
     known = {s: known_flags(bench, s) for s in SUBCOMMANDS}
     wrong = checked = 0
     for path in files:
+        parsed = subprocess.run(["bash", "-n", path], capture_output=True, text=True)
+        if parsed.returncode != 0:
+            wrong += 1
+            print(f"{path}: bash cannot parse it: {parsed.stderr.strip()}")
         for line, subcommand, flags in commands(path):
             for flag in flags:
                 checked += 1
                 if flag not in known[subcommand]:
                     wrong += 1
                     print(f"{path}:{line}: ucclzip-bench {subcommand} does not read {flag}")
-    print(f"{checked} flags checked in {len(files)} files, {wrong} unknown")
+    print(f"{len(files)} scripts parsed and {checked} flags checked: {wrong} problems")
     if checked == 0:
         sys.exit("no flag found: the pattern no longer matches the scripts")
     sys.exit(1 if wrong else 0)
