@@ -44,4 +44,15 @@ for side in A B; do
 done >"$work/env-ab.jsonl"
 expect env-ab.sh '^allreduce +host +tcp +2 +off +65536 ' "$work/env-ab.jsonl"
 
+# tcp-links.sh: perftest's rows (its own JSON), then each case's rows tagged with round and
+# transport block; here the allreduce on host memory stands in for the device's.
+{
+  echo '{"round":1,"bench":"ucx_perftest","busbw_GBps":1.5}'
+  run sendrecv --ranks 2 --tls tcp --memory host --compress off --pattern shift --block_bytes 4M -b 64K -e 64K -n 1 -w 0 \
+    --latency_iters 0 | sed 's/^{/{"round":1,"tblock":"4M",/'
+  run allreduce --ranks 2 --tls tcp --compress off -b 64K -e 64K -n 1 -w 0 -c 0 | sed 's/^{/{"round":1,"tblock":"4M",/'
+} | grep '^{' >"$work/tcp-links.jsonl"
+expect tcp-links.sh '^sendrecv +host +4M ' "$work/tcp-links.jsonl"
+expect tcp-links.sh '^allreduce +host +4M ' "$work/tcp-links.jsonl"
+
 ((failures == 0)) || { echo "$failures summary(ies) failed"; exit 1; }
