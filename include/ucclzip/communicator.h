@@ -153,7 +153,7 @@ struct CommunicatorOptions {
   // of 3 or more ranks), allocated on the first device operation: bounded memory, none
   // allocated after that, about 448 MB per peer with the defaults and 128 MB more for the
   // predecessor (docs/PIPELINE.md, "Resources"). Host blocks are bounded alike: this many plus
-  // 2 (predecessor: plus 4) receive blocks per peer hold buffers at once. At least 1.
+  // 2 (predecessor: plus 4) receive blocks per peer hold buffers at once. 1 to 65536.
   int device_slots = 2;
   // Where UCX stages device memory (a host-only UCX), the receive slots of the peer whose blocks
   // this rank forwards (its predecessor: the middle of a broadcast chain, every rank of an

@@ -135,7 +135,13 @@ Communicator::~Communicator() {
   }
   UCCLZIP_LOG(kInfo) << "rank " << rank() << ": communicator destroyed; " << StatsSummary(stats());
   impl_->lanes->Shutdown();
-  // After the transports: every request the engine's tasks wait on has completed by now.
+  // A drain that ran out of time (a send UCX had begun to a peer that is gone) leaves transport
+  // requests that complete only when their transport is destroyed, after its UCX worker: the
+  // engine, whose tasks wait on them, stops without them (its thread joined with them pending
+  // hung this destructor for ever), the transports go, completing them, and then the engine
+  // fails its callers' Operations of those tasks.
+  impl_->engine->Stop();
+  impl_->lanes.reset();
   impl_->engine.reset();
 }
 
@@ -280,10 +286,19 @@ absl::StatusOr<std::unique_ptr<Communicator>> CommunicatorAccess::Create(const B
                                                 kWidestElement, " bytes)")));
     }
   }
-  if (options.device_slots < 1) {
+  // The receive places per peer are device_slots plus a ring's few blocks, counted in an int:
+  // near INT_MAX that sum overflowed. Far more slots than this would not fit any memory anyway.
+  if (options.device_slots < 1 || options.device_slots > pipeline::kMaxDeviceSlots) {
     return ExitBeforeBootstrap(bootstrap, absl::InvalidArgumentError(absl::StrCat(
                                               "rank ", bootstrap.rank, ": device_slots is ", options.device_slots,
-                                              "; it must be at least 1")));
+                                              "; it must be at least 1 and at most ", pipeline::kMaxDeviceSlots)));
+  }
+  // A mode outside the enum was taken for kAuto without a word.
+  if (!pipeline::IsValidCompressionMode(options.compression)) {
+    return ExitBeforeBootstrap(bootstrap, absl::InvalidArgumentError(absl::StrCat(
+                                              "rank ", bootstrap.rank, ": compression mode ",
+                                              static_cast<int>(options.compression),
+                                              " is not one of kAuto (0), kOn (1), kOff (2)")));
   }
   absl::StatusOr<std::unique_ptr<HostCodecThreads>> cpu_codec_threads = HostCodecThreads::Create(options.cpu_codec_threads);
   if (!cpu_codec_threads.ok()) {

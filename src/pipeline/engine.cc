@@ -4,6 +4,7 @@
 #include <sys/prctl.h>
 
 #include <algorithm>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "pipeline/held_streams.h"
@@ -88,7 +89,8 @@ Engine::Engine(TransportLanes& lanes, const CommunicatorOptions& options,
   pthread_setname_np(thread_.native_handle(), "ucclzip-engine");
 }
 
-Engine::~Engine() {
+void Engine::Stop() {
+  if (!thread_.joinable()) return;
   {
     absl::MutexLock lock(&mutex_);
     stopping_ = true;
@@ -96,6 +98,23 @@ Engine::~Engine() {
     woken_.store(true, std::memory_order_release);
   }
   thread_.join();
+}
+
+Engine::~Engine() {
+  Stop();
+  // The tasks the thread left (Stop) may have host codec jobs queued on their buffers: those run
+  // first. Then each fails its caller's Operation, which would otherwise wait for ever.
+  host_jobs_.reset();
+  {
+    absl::MutexLock lock(&mutex_);
+    for (auto& task : submitted_) active_.push_back(std::move(task));
+    submitted_.clear();
+  }
+  for (auto& task : active_) {
+    task->Fail(absl::CancelledError("the communicator was destroyed with the operation pending"));
+    Report(*task);
+  }
+  active_.clear();
   if (copy_stream_ != nullptr) {
     cudaStreamSynchronize(copy_stream_);
     cudaStreamDestroy(copy_stream_);
@@ -167,6 +186,17 @@ absl::StatusOr<OperationSpec> Engine::Prepare(Call& call) {
   // a group (self_transfers.h); a collective's steps always go to other ranks.
   // A refused call never becomes a copy: it only takes its places on links to other ranks.
   const bool refused = !call.refused.ok();
+  // Where a call's places can be told it takes them even when refused, so these two checks,
+  // which leave its blocks countable, refuse it only on its first preparation (Submit).
+  if (!refused && call.compression && !IsValidCompressionMode(*call.compression)) {
+    return invalid("compression mode ", static_cast<int>(*call.compression), " is not one of kAuto (0), kOn (1), kOff (2)");
+  }
+  // The collectives check their counts (collective_args.cc); a Send or Recv of more bytes than
+  // 64 bits hold got past the block limits where the blocks are as large (pipeline_block_bytes
+  // near SIZE_MAX), and its byte count wrapped to a few bytes.
+  if (!refused && schedule.count > std::numeric_limits<uint64_t>::max() / ElementSize(call.dtype)) {
+    return invalid(schedule.count, " elements of ", ElementSize(call.dtype), " bytes overflow a 64-bit byte count");
+  }
   const bool self_allowed = schedule.kind == OperationKind::kSendRecv && !refused;
   auto check_peer = [&](int peer) {
     return peer >= 0 && peer < lanes_.size() && (peer != rank_ || self_allowed);
@@ -435,7 +465,8 @@ void Engine::Loop() {
   int device = -1;
   bool poll_gpu = false;
   absl::Time last_progress = absl::Now();  // when a pass last moved a task, or news came
-  while (!stopping || !active_.empty()) {
+  absl::Time stop_by = absl::InfiniteFuture();  // set once stopping: kStopGrace from then (Stop)
+  while (!stopping || (!active_.empty() && absl::Now() < stop_by)) {
     // A task waits on the GPU: for wait_spin after the last progress its events are polled
     // again at once, as a caller's Wait polls (CommunicatorOptions::wait_spin), since a CUDA
     // event cannot wake a thread and a copy or kernel of a few microseconds would otherwise be
@@ -452,6 +483,7 @@ void Engine::Loop() {
       for (auto& task : submitted_) active_.push_back(std::move(task));
       submitted_.clear();
       stopping = stopping_;
+      if (stopping && stop_by == absl::InfiniteFuture()) stop_by = absl::Now() + kStopGrace;
       if (device_ != device) {
         device = device_;
         cudaSetDevice(device);

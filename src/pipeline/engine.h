@@ -28,6 +28,15 @@
 
 namespace ucclzip::pipeline {
 
+// The most device_slots a communicator takes: far beyond any memory's worth of blocks, and far
+// enough below INT_MAX that the places per peer (device_slots plus a ring's few blocks) fit an int.
+inline constexpr int kMaxDeviceSlots = 1 << 16;
+
+// True for the values a CompressionMode may hold; the options and every call are checked with it.
+constexpr bool IsValidCompressionMode(CompressionMode mode) {
+  return static_cast<uint8_t>(mode) <= static_cast<uint8_t>(CompressionMode::kOff);
+}
+
 // One operation as the caller made it, with the schedule the collectives layer built for it.
 struct Call {
   Schedule schedule;
@@ -49,9 +58,16 @@ class Engine {
  public:
   // `cpu_codec_threads` code host buffers' blocks (host_codec_jobs.h).
   Engine(TransportLanes& lanes, const CommunicatorOptions& options, std::unique_ptr<HostCodecThreads> cpu_codec_threads);
-  // Fails what is still pending and stops the thread; call after the transports have shut down,
-  // so that every transport request has completed.
+  // Fails what is still pending and stops the thread (Stop), then fails the callers' Operations
+  // of the tasks it left. Call it after the transports have been destroyed, or shut down with
+  // every transport request completed.
   ~Engine();
+  // Fails every task and stops the pipeline thread once its tasks are done, or after kStopGrace
+  // if some are not: call it after the transports have shut down. A task left then waits on a
+  // transport request that a drain which ran out of time left to the transport's destruction
+  // (UCX may still hold its buffers until the worker is gone); the caller destroys the
+  // transports, which completes those requests, and then the engine.
+  void Stop();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
@@ -119,5 +135,9 @@ class Engine {
   std::list<std::unique_ptr<OperationTask>> active_;
   std::thread thread_;
 };
+
+// How long a stopping pipeline thread still waits for its tasks after the transports shut down:
+// what they can then still wait for (host codec jobs, GPU work of their own) takes milliseconds.
+inline constexpr absl::Duration kStopGrace = absl::Seconds(1);
 
 }  // namespace ucclzip::pipeline

@@ -21,6 +21,17 @@ std::string Disagreement(const OperationSpec& send, const OperationSpec& recv) {
   return "";
 }
 
+// Why the pair's buffers cannot be one copy, or empty: they overlap without being the same
+// buffer. The copy runs a slice at a time, and a later slice would read what an earlier one had
+// just written (wrong data, with no error), where one buffer onto itself changes nothing.
+std::string Overlap(const OperationSpec& send, const OperationSpec& recv) {
+  const uint64_t bytes = recv.schedule.count * ElementSize(recv.dtype);  // Prepare refuses an overflow
+  const auto from = reinterpret_cast<uintptr_t>(send.input), to = reinterpret_cast<uintptr_t>(recv.output);
+  if (bytes == 0 || from == to || from >= to + bytes || to >= from + bytes) return "";
+  return absl::StrCat("the Send's buffer [0x", absl::Hex(from), ", +", bytes, " B) and the Recv's [0x", absl::Hex(to),
+                      ", +", bytes, " B) overlap without being the same buffer");
+}
+
 // The pair as one operation: the receive's spec, reading the send's buffer. `send_first`: the
 // send was called before the receive.
 void MakeCopy(OperationSpec& send, OperationSpec& recv, bool send_first, int rank) {
@@ -74,6 +85,14 @@ void PairSelfTransfers(std::vector<OperationSpec>& specs, int rank) {
     if (const std::string differ = Disagreement(send, recv); !differ.empty()) {
       const std::string send_why = absl::StrCat("its group pairs it with \"", recv.description, "\", which differs in ", differ);
       const std::string recv_why = absl::StrCat("its group pairs it with \"", send.description, "\", which differs in ", differ);
+      fail(sends[k], send_why);
+      fail(recvs[k], recv_why);
+      continue;
+    }
+    if (const std::string overlap = Overlap(send, recv); !overlap.empty()) {
+      // Both messages first: fail() moves the spec out.
+      const std::string send_why = absl::StrCat("its group pairs it with \"", recv.description, "\", and ", overlap);
+      const std::string recv_why = absl::StrCat("its group pairs it with \"", send.description, "\", and ", overlap);
       fail(sends[k], send_why);
       fail(recvs[k], recv_why);
       continue;

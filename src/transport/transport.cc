@@ -32,8 +32,15 @@ absl::Status CheckOptions(const TransportOptions& options, int rank, int size) {
     return absl::InvalidArgumentError(
         absl::StrCat(context, ": block_bytes is ", *options.block_bytes, ", not in 1 to ", kMaxBlockBytes));
   }
-  if (options.op_timeout <= absl::ZeroDuration() || options.shutdown_timeout < absl::ZeroDuration()) {
-    return absl::InvalidArgumentError(absl::StrCat(context, ": timeouts must be positive"));
+  // Named with its value: "timeouts must be positive" left the caller to guess which of two.
+  if (options.op_timeout <= absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat(context, ": op_timeout is ", absl::FormatDuration(options.op_timeout),
+                                                   "; it must be positive"));
+  }
+  if (options.shutdown_timeout < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(absl::StrCat(context, ": shutdown_timeout is ",
+                                                   absl::FormatDuration(options.shutdown_timeout),
+                                                   "; it must not be negative"));
   }
   return absl::OkStatus();
 }
