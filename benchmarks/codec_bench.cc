@@ -145,7 +145,7 @@ absl::StatusOr<CombineResult> RunGpuCombine(GpuCodec& codec, const void* frame, 
   const uint32_t divisor = op == ReduceOp::kAvg ? 4 : 1;  // avg's last hop, as of 4 ranks
   std::vector<uint8_t> local(tensor.size()), want(tensor.size()), got(tensor.size());
   std::rotate_copy(tensor.begin(), tensor.begin() + (count / 2) * ElementSize(dtype), tensor.end(), local.begin());
-  ReduceOnHost(dtype, op, tensor.data(), local.data(), want.data(), count, divisor);
+  if (absl::Status s = ReduceOnHost(dtype, op, tensor.data(), local.data(), want.data(), count, divisor); !s.ok()) return s;
   void *local_dev = nullptr, *result = nullptr;
   BENCH_CUDA(cudaMalloc(&local_dev, std::max<size_t>(tensor.size(), 1)));
   BENCH_CUDA(cudaMalloc(&result, std::max<size_t>(tensor.size(), 1)));

@@ -17,7 +17,10 @@ void BM_ReduceOnHost(benchmark::State& state, DataType dtype) {
   const auto local = testing::GenerateTensor(dtype, count, {testing::DistKind::kGaussian, 0.02}, 2);
   std::vector<uint8_t> out(received.size());
   for (auto _ : state) {
-    ReduceOnHost(dtype, ReduceOp::kSum, received.data(), local.data(), out.data(), count);
+    if (absl::Status s = ReduceOnHost(dtype, ReduceOp::kSum, received.data(), local.data(), out.data(), count); !s.ok()) {
+      state.SkipWithError(s.ToString().c_str());
+      break;
+    }
     benchmark::DoNotOptimize(out.data());
   }
   state.SetBytesProcessed(static_cast<int64_t>(state.iterations()) * static_cast<int64_t>(out.size()));

@@ -91,7 +91,11 @@ std::vector<uint16_t> ExpectedSum(const std::vector<std::vector<uint16_t>>& inpu
   const int n = static_cast<int>(inputs.size());
   const size_t count = inputs[0].size();
   auto combine = [&](const uint16_t* received, const uint16_t* local, uint16_t* out, size_t elements) {
-    ucclzip::ReduceOnHost(DataType::kBFloat16, ucclzip::ReduceOp::kSum, received, local, out, elements);
+    if (absl::Status s = ucclzip::ReduceOnHost(DataType::kBFloat16, ucclzip::ReduceOp::kSum, received, local, out, elements);
+        !s.ok()) {
+      std::fprintf(stderr, "%s\n", s.ToString().c_str());
+      std::exit(1);
+    }
   };
   if (recursive_doubling_bytes > 0 && count * 2 <= recursive_doubling_bytes) {
     int powers = 1;

@@ -63,11 +63,13 @@ absl::StatusOr<FramePlan> PlanFrame(DataType dtype, uint64_t count, const CodecO
 
 // Output capacity that suffices for any options: the stored size plus at most 640 bytes of
 // header, table, the indexes' first entries and alignment, and 0.2 % of index (0.4 % for fp8).
+// UINT64_MAX for an invalid type or more elements than one frame holds (PlanFrame refuses both).
 uint64_t MaxFrameBytes(DataType dtype, uint64_t count);
 
 // The largest head (header, table and index: PlanFrame's raw_offset) of a frame of at most
 // `count` elements, for any options. Not PlanFrame(count)'s own: the default lane length
 // shrinks with the count, so a shorter tensor may have more chunks and a longer index.
+// UINT64_MAX where MaxFrameBytes is.
 uint64_t MaxFrameHeadBytes(DataType dtype, uint64_t count);
 
 // Size of the fixed header; its frame_bytes field is final once compression has completed.
@@ -130,6 +132,7 @@ struct EntropyReport {
   double bound_ratio;        // ratio if the exponent were coded at exactly its entropy, rest raw
   double symbol_bound_ratio; // the same for the codec's symbol byte
 };
+// A null input or an invalid type measures nothing: the report of an empty tensor (ratios 1).
 EntropyReport MeasureEntropy(const void* input, uint64_t count, DataType dtype);
 
 // --- GPU ------------------------------------------------------------------------------------

@@ -21,12 +21,14 @@ namespace ucclzip {
 
 // out[i] = received[i] op local[i], then divided by `divisor` (kAvg passes the world size on
 // the last hop and combines as a sum before it; 1 elsewhere). `out` may be either input.
-void ReduceOnHost(DataType dtype, ReduceOp op, const void* received, const void* local, void* out, uint64_t count,
-                  uint32_t divisor = 1);
+// InvalidArgument, with nothing written, for a type or operator outside its enum, a divisor of
+// 0 (an integer division by it stopped the process) or a null buffer with count > 0.
+absl::Status ReduceOnHost(DataType dtype, ReduceOp op, const void* received, const void* local, void* out,
+                          uint64_t count, uint32_t divisor = 1);
 
 // The same on `stream`, all three buffers in device memory, with the same bits: what a hop does
-// to a plain (uncompressed) device block. Never synchronises; errors are an invalid type or a
-// failed launch. (A compressed block is decoded and combined in one kernel instead:
+// to a plain (uncompressed) device block. Never synchronises; errors are ReduceOnHost's, checked
+// before anything is launched, or a failed launch. (A compressed block is decoded and combined in one kernel instead:
 // GpuCodec::DecompressAndCombine in ucclzip/codec.h.)
 absl::Status ReduceOnDevice(DataType dtype, ReduceOp op, const void* received, const void* local, void* out,
                             uint64_t count, cudaStream_t stream, uint32_t divisor = 1);

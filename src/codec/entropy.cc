@@ -26,7 +26,8 @@ EntropyReport MeasureEntropy(const void* input, uint64_t count, DataType dtype) 
   EntropyReport report{};
   const double element_bits = 8.0 * ElementSize(dtype);
   report.bound_ratio = report.symbol_bound_ratio = 1.0;
-  if (count == 0 || !IsCompressibleType(dtype)) return report;
+  // It has no error to return: a null input (which it read through) is measured as empty.
+  if (count == 0 || input == nullptr || !IsCompressibleType(dtype)) return report;
   const codec::ExponentField field = codec::ExponentFieldOf(dtype);
   std::array<uint64_t, 256> exponents{}, symbols{};
   codec::VisitSplit(

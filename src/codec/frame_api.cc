@@ -1,6 +1,7 @@
 // The codec's public, implementation-independent calls: planning a frame, reading its header and
 // turning decoder error words into statuses.
 #include <cstring>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "codec/frame_checks.h"
@@ -37,6 +38,11 @@ absl::StatusOr<FramePlan> PlanFrame(DataType dtype, uint64_t count, const CodecO
 }
 
 uint64_t MaxFrameBytes(DataType dtype, uint64_t count) {
+  // No frame holds these (PlanFrame refuses them): the largest value, so that no caller sizes a
+  // buffer by a bound that wrapped (2^62 fp32 elements gave 576 bytes) or by a type's zero width.
+  if (!IsValidDataType(static_cast<uint8_t>(dtype)) || count > codec::kMaxFrameCount) {
+    return std::numeric_limits<uint64_t>::max();
+  }
   // Shortest lanes give the most chunks and so the largest index.
   const codec::Layout layout =
       codec::ComputeLayout(ElementSize(dtype), IsCompressibleType(dtype), count, codec::kMinLaneSymbols);
@@ -44,6 +50,10 @@ uint64_t MaxFrameBytes(DataType dtype, uint64_t count) {
 }
 
 uint64_t MaxFrameHeadBytes(DataType dtype, uint64_t count) {
+  // As MaxFrameBytes: no frame has these.
+  if (!IsValidDataType(static_cast<uint8_t>(dtype)) || count > codec::kMaxFrameCount) {
+    return std::numeric_limits<uint64_t>::max();
+  }
   // The head grows with the chunk count, which is largest for the shortest lanes and grows
   // with the element count.
   return codec::ComputeLayout(ElementSize(dtype), IsCompressibleType(dtype), count, codec::kMinLaneSymbols).raw_offset;

@@ -30,6 +30,11 @@ void ReduceHost(const Combiner& combiner, const void* received, const void* loca
 absl::Status ReduceDevice(const Combiner& combiner, const void* received, const void* local, void* out, uint64_t count,
                           cudaStream_t stream);
 
+// The public ReduceOnHost's and ReduceOnDevice's checks of their arguments, whose errors
+// begin with `function` and name the call's type, operator, count and divisor.
+absl::Status CheckReduceArguments(const char* function, const Combiner& combiner, const void* received,
+                                  const void* local, const void* out, uint64_t count);
+
 // Loads the reduction kernel now: CUDA loads kernels lazily at their first launch, and that
 // load may synchronise the context (docs/PIPELINE.md, "Stream waits and lazy kernel loading").
 absl::Status PreloadReduceKernel();

@@ -80,7 +80,11 @@ namespace ucclzip {
 
 absl::Status ReduceOnDevice(DataType dtype, ReduceOp op, const void* received, const void* local, void* out,
                             uint64_t count, cudaStream_t stream, uint32_t divisor) {
-  return pipeline::ReduceDevice({dtype, op, divisor}, received, local, out, count, stream);
+  const pipeline::Combiner combiner{dtype, op, divisor};
+  if (absl::Status s = pipeline::CheckReduceArguments("ReduceOnDevice", combiner, received, local, out, count); !s.ok()) {
+    return s;
+  }
+  return pipeline::ReduceDevice(combiner, received, local, out, count, stream);
 }
 
 }  // namespace ucclzip

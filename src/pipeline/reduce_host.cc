@@ -1,3 +1,4 @@
+#include "absl/strings/str_cat.h"
 #include "codec/reduce_math.h"
 #include "pipeline/reduce.h"
 #include "ucclzip/reduction.h"
@@ -78,13 +79,38 @@ void ReduceHost(const Combiner& combiner, const void* received, const void* loca
   }
 }
 
+absl::Status CheckReduceArguments(const char* function, const Combiner& combiner, const void* received,
+                                  const void* local, const void* out, uint64_t count) {
+  auto invalid = [&](auto... why) {
+    return absl::InvalidArgumentError(absl::StrCat(function, " (", count, " elements of ", DataTypeName(combiner.dtype),
+                                                   ", ", ReduceOpName(combiner.op), ", divisor ", combiner.divisor,
+                                                   "): ", why...));
+  };
+  // Outside their enums the loops' switches matched nothing and left `out` unwritten, as if done.
+  if (!IsValidDataType(static_cast<uint8_t>(combiner.dtype))) {
+    return invalid("invalid dtype ", static_cast<int>(combiner.dtype));
+  }
+  if (!IsValidReduceOp(static_cast<uint8_t>(combiner.op))) {
+    return invalid("invalid reduction operator ", static_cast<int>(combiner.op));
+  }
+  // An integer divided by 0 stops the process (SIGFPE) on the CPU, and gives garbage on the GPU.
+  if (combiner.divisor == 0) return invalid("a divisor of 0");
+  if (count > 0 && (received == nullptr || local == nullptr || out == nullptr)) return invalid("null buffer");
+  return absl::OkStatus();
+}
+
 }  // namespace ucclzip::pipeline
 
 namespace ucclzip {
 
-void ReduceOnHost(DataType dtype, ReduceOp op, const void* received, const void* local, void* out, uint64_t count,
-                  uint32_t divisor) {
-  pipeline::ReduceHost({dtype, op, divisor}, received, local, out, count);
+absl::Status ReduceOnHost(DataType dtype, ReduceOp op, const void* received, const void* local, void* out,
+                          uint64_t count, uint32_t divisor) {
+  const pipeline::Combiner combiner{dtype, op, divisor};
+  if (absl::Status s = pipeline::CheckReduceArguments("ReduceOnHost", combiner, received, local, out, count); !s.ok()) {
+    return s;
+  }
+  pipeline::ReduceHost(combiner, received, local, out, count);
+  return absl::OkStatus();
 }
 
 }  // namespace ucclzip

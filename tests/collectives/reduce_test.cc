@@ -195,7 +195,7 @@ void CheckWideType(DataType dtype, const std::vector<uint8_t>& a, const std::vec
   for (ReduceOp op : {ReduceOp::kSum, ReduceOp::kProd, ReduceOp::kMin, ReduceOp::kMax, ReduceOp::kAvg}) {
     const uint32_t divisor = op == ReduceOp::kAvg ? 3 : 1;
     std::vector<uint8_t> out(a.size());
-    ReduceOnHost(dtype, op, a.data(), b.data(), out.data(), count, divisor);
+    ASSERT_TRUE(ReduceOnHost(dtype, op, a.data(), b.data(), out.data(), count, divisor).ok());
     for (uint64_t i = 0; i < count; ++i) {
       const T x = Element<T>(a, i), y = Element<T>(b, i);
       T want;
@@ -304,7 +304,7 @@ TEST(Reduce, EveryOperatorGivesTheSameBitsWithItsOperandsSwapped) {
 TEST(Reduce, PublicReduceOnHostOrdersSignedZerosWhicheverOperandIsReceived) {
   auto one = [](DataType dtype, ReduceOp op, uint32_t received, uint32_t local) {
     uint32_t out = 0;
-    ReduceOnHost(dtype, op, &received, &local, &out, 1);
+    EXPECT_TRUE(ReduceOnHost(dtype, op, &received, &local, &out, 1).ok());
     return out;
   };
   for (auto [received, local] : {std::pair{0x00000000u, 0x80000000u}, std::pair{0x80000000u, 0x00000000u}}) {

@@ -1,11 +1,26 @@
 #include "collective_reference.h"
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "ucclzip/reduction.h"
 
 namespace ucclzip::testing {
+namespace {
+
+// One hop of the oracle. Its arguments are the test's own shape's: an error is a bug of the
+// test, and an output left unwritten would make every comparison meaningless, so it stops.
+void Hop(const CollectiveShape& shape, const void* received, const void* local, void* out, uint64_t count,
+         uint32_t divisor) {
+  if (absl::Status s = ReduceOnHost(shape.dtype, shape.op, received, local, out, count, divisor); !s.ok()) {
+    std::fprintf(stderr, "collective reference: %s\n", s.ToString().c_str());
+    std::abort();
+  }
+}
+
+}  // namespace
 
 const char* CollectiveName(Collective kind) {
   switch (kind) {
@@ -47,13 +62,13 @@ std::vector<uint8_t> RecursiveDoublingOrder(const CollectiveShape& shape, const 
   for (int r = 0; r < world; ++r) {
     if (r < 2 * rem && r % 2 == 0) continue;
     values.push_back(inputs[r]);
-    if (r < 2 * rem) ReduceOnHost(shape.dtype, shape.op, inputs[r - 1].data(), inputs[r].data(), values.back().data(), shape.count, 1);
+    if (r < 2 * rem) Hop(shape, inputs[r - 1].data(), inputs[r].data(), values.back().data(), shape.count, 1);
   }
   for (int bit = 1; bit < powers; bit <<= 1) {
     const uint32_t divisor = (bit * 2 == powers && shape.op == ReduceOp::kAvg) ? world : 1;
     std::vector<std::vector<uint8_t>> next = values;
     for (int v = 0; v < powers; ++v) {
-      ReduceOnHost(shape.dtype, shape.op, values[v ^ bit].data(), values[v].data(), next[v].data(), shape.count, divisor);
+      Hop(shape, values[v ^ bit].data(), values[v].data(), next[v].data(), shape.count, divisor);
     }
     values = std::move(next);
   }
@@ -74,8 +89,7 @@ std::vector<uint8_t> ReferenceOutput(const CollectiveShape& shape, const std::ve
     std::vector<uint8_t> acc(start.begin() + first * width, start.begin() + (first + count) * width);
     for (int k = 2; k <= world; ++k) {
       const uint32_t divisor = (k == world && shape.op == ReduceOp::kAvg) ? world : 1;
-      ReduceOnHost(shape.dtype, shape.op, acc.data(), inputs[(owner + k) % world].data() + first * width, acc.data(), count,
-                   divisor);
+      Hop(shape, acc.data(), inputs[(owner + k) % world].data() + first * width, acc.data(), count, divisor);
     }
     std::copy(acc.begin(), acc.end(), into);
   };

@@ -1,0 +1,95 @@
+// Misuse of the public codec and reduction calls on the CPU: types and operators outside their
+// enums, counts beyond what a frame holds, null buffers, a divisor of 0. Each gets a clear error
+// or, where the call has no error to return, a value that cannot under-size a buffer; never a
+// crash or unwritten output reported as done. (Hostile frames are frame_corruption_test's and
+// the fuzzer's.)
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+#include "ucclzip/codec.h"
+#include "ucclzip/reduction.h"
+
+namespace ucclzip::testing {
+namespace {
+
+constexpr uint64_t kNoFrame = std::numeric_limits<uint64_t>::max();
+
+// The bound once wrapped: 2^62 fp32 elements "needed" 576 bytes, 2^64 - 1 needed 575, and an
+// invalid type (element size 0) 64, so that a buffer sized by it was far too small.
+TEST(CodecMisuse, FrameBoundsNeverWrap) {
+  for (uint64_t count : {(uint64_t{1} << 33) + 1, uint64_t{1} << 62, ~uint64_t{0}}) {
+    EXPECT_EQ(MaxFrameBytes(DataType::kFloat32, count), kNoFrame) << count;
+    EXPECT_EQ(MaxFrameHeadBytes(DataType::kBFloat16, count), kNoFrame) << count;
+    EXPECT_FALSE(PlanFrame(DataType::kFloat32, count).ok()) << count;
+  }
+  EXPECT_EQ(MaxFrameBytes(static_cast<DataType>(13), 100), kNoFrame);
+  EXPECT_EQ(MaxFrameHeadBytes(static_cast<DataType>(200), 100), kNoFrame);
+  // The largest frame still gets its true bound.
+  EXPECT_GE(MaxFrameBytes(DataType::kFloat64, uint64_t{1} << 33), (uint64_t{1} << 33) * 8);
+}
+
+// MeasureEntropy has no error to return: a null input is measured as nothing, where it was read
+// through (a segmentation fault).
+TEST(CodecMisuse, MeasureEntropyOfNullIsEmpty) {
+  const EntropyReport report = MeasureEntropy(nullptr, 10, DataType::kBFloat16);
+  EXPECT_EQ(report.bound_ratio, 1.0);
+  EXPECT_EQ(report.symbol_bound_ratio, 1.0);
+}
+
+TEST(CodecMisuse, EmptyTensorsRoundTripWithoutAnOutputBuffer) {
+  std::vector<uint8_t> frame(MaxFrameBytes(DataType::kBFloat16, 0));
+  absl::StatusOr<uint64_t> bytes = CompressHost(nullptr, 0, DataType::kBFloat16, frame.data(), frame.size());
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  EXPECT_TRUE(DecompressHost(frame.data(), *bytes, DataType::kBFloat16, nullptr, 0).ok());
+  const absl::Status status = DecompressHost(frame.data(), *bytes, DataType::kBFloat16, nullptr, 1);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_NE(status.message().find("null output"), absl::string_view::npos) << status;
+}
+
+struct BadReduction {
+  const char* name;
+  DataType dtype;
+  ReduceOp op;
+  uint32_t divisor;
+  bool null_out;
+  const char* says;
+};
+
+// Outside their enums ReduceOnHost left the output unwritten with nothing to say so; a divisor
+// of 0 divided an integer by zero (SIGFPE). Both calls now refuse them before touching anything.
+TEST(CodecMisuse, ReductionsRefuseWhatTheyCannotCompute) {
+  const BadReduction bad[] = {
+      {"dtype", static_cast<DataType>(13), ReduceOp::kSum, 1, false, "(4 elements of invalid, sum, divisor 1): invalid dtype 13"},
+      {"op", DataType::kInt32, static_cast<ReduceOp>(9), 1, false,
+       "(4 elements of int32, invalid, divisor 1): invalid reduction operator 9"},
+      {"divisor", DataType::kInt32, ReduceOp::kAvg, 0, false, "(4 elements of int32, avg, divisor 0): a divisor of 0"},
+      {"divisor_fp", DataType::kFloat32, ReduceOp::kAvg, 0, false, "(4 elements of fp32, avg, divisor 0): a divisor of 0"},
+      {"null", DataType::kFloat32, ReduceOp::kSum, 1, true, "(4 elements of fp32, sum, divisor 1): null buffer"},
+  };
+  for (const BadReduction& b : bad) {
+    std::vector<uint8_t> received(32, 1), local(32, 2), out(32, 0xEE);
+    void* out_ptr = b.null_out ? nullptr : out.data();
+    const absl::Status host = ReduceOnHost(b.dtype, b.op, received.data(), local.data(), out_ptr, 4, b.divisor);
+    EXPECT_EQ(host.code(), absl::StatusCode::kInvalidArgument) << b.name << ": " << host;
+    EXPECT_NE(host.message().find(std::string("ReduceOnHost ") + b.says), absl::string_view::npos) << b.name << ": " << host;
+    // Refused before any launch, so a machine without a GPU says the same.
+    const absl::Status device = ReduceOnDevice(b.dtype, b.op, received.data(), local.data(), out_ptr, 4, nullptr, b.divisor);
+    EXPECT_EQ(device.code(), absl::StatusCode::kInvalidArgument) << b.name << ": " << device;
+    EXPECT_NE(device.message().find(std::string("ReduceOnDevice ") + b.says), absl::string_view::npos)
+        << b.name << ": " << device;
+    for (uint8_t byte : out) ASSERT_EQ(byte, 0xEE) << b.name << ": the refused reduction wrote its output";
+  }
+  // Nothing to reduce needs no buffers; valid arguments still compute.
+  EXPECT_TRUE(ReduceOnHost(DataType::kFloat32, ReduceOp::kSum, nullptr, nullptr, nullptr, 0).ok());
+  const int32_t a[2] = {7, -9}, b[2] = {2, 3};
+  int32_t out[2] = {};
+  ASSERT_TRUE(ReduceOnHost(DataType::kInt32, ReduceOp::kAvg, a, b, out, 2, 2).ok());
+  EXPECT_EQ(out[0], 4);
+  EXPECT_EQ(out[1], -3);
+}
+
+}  // namespace
+}  // namespace ucclzip::testing
