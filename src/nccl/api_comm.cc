@@ -42,7 +42,11 @@ absl::Status Create(ncclComm* comm, int nranks, const ncclUniqueId& id, int rank
   UniqueId ucclzip_id;
   std::memcpy(ucclzip_id.bytes.data(), id.internal, ucclzip_id.bytes.size());
   absl::StatusOr<BootstrapConfig> bootstrap = BootstrapConfigFromUniqueId(ucclzip_id, rank, nranks);
-  if (!bootstrap.ok()) return bootstrap.status();
+  // Named like the other errors of the call: the id's own said neither call nor rank.
+  if (!bootstrap.ok()) {
+    return absl::Status(bootstrap.status().code(), absl::StrCat("ncclCommInitRank (rank ", rank, " of ", nranks,
+                                                                "): ", bootstrap.status().message()));
+  }
   bootstrap->timeout = *timeout;
   absl::StatusOr<std::unique_ptr<Communicator>> communicator = Communicator::Create({.bootstrap = *bootstrap});
   if (!communicator.ok()) return communicator.status();

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "nccl/status.h"
+#include "transport/message_tag.h"
 
 namespace ucclzip::nccl {
 namespace {
@@ -45,6 +46,13 @@ ncclResult_t ncclMemFree(void* ptr) {
 ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const int* devlist) {
   if (comm == nullptr || ndev < 1) {
     return Report(absl::InvalidArgumentError(absl::StrCat("ncclCommInitAll: comm is NULL or ndev ", ndev, " < 1")));
+  }
+  // Every rank is created on a thread of its own at the group's end: ndev beyond what a
+  // communicator holds started that many threads only for each to fail (or the process to die
+  // of too many threads).
+  if (ndev > ucclzip::transport::kMaxRanks) {
+    return Report(absl::InvalidArgumentError(absl::StrCat("ncclCommInitAll: ndev ", ndev, " exceeds the ",
+                                                          ucclzip::transport::kMaxRanks, " ranks a communicator holds")));
   }
   auto device_of = [&](int rank) { return devlist != nullptr ? devlist[rank] : rank; };
   int devices = 0;

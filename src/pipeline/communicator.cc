@@ -11,6 +11,7 @@
 #include "pipeline/options_environment.h"
 #include "pipeline/self_transfers.h"
 #include "transport/communicator_access.h"
+#include "transport/message_tag.h"
 #include "transport/socket.h"
 #include "transport/wire_bytes.h"
 
@@ -272,6 +273,13 @@ void CommunicatorAccess::StartSequencesAt(Communicator& communicator, uint32_t f
 absl::StatusOr<std::unique_ptr<Communicator>> CommunicatorAccess::Create(const BootstrapConfig& bootstrap,
                                                                          const transport::TransportOptions& options) {
   auto impl = std::make_unique<Communicator::Impl>();
+  // The transport holds at most kMaxRanks; the bootstrap, which takes more, would otherwise
+  // gather them all (or wait its whole timeout for ranks never started) before that is found.
+  if (bootstrap.world_size > transport::kMaxRanks) {
+    return ExitBeforeBootstrap(bootstrap, absl::InvalidArgumentError(absl::StrCat(
+                                              "rank ", bootstrap.rank, ": world size ", bootstrap.world_size,
+                                              " exceeds the ", transport::kMaxRanks, " ranks a communicator holds")));
+  }
   // This rank's own resources first: a rank that fails on them then fails before it has joined
   // the others, not while they still connect to it (they then see its bootstrap fail, naming it).
   // A block holds at least one element (PipelineBlockElements), and slots and scratch are

@@ -54,7 +54,10 @@ TEST(ApiMisuse, CreateRefusesRanksAndWorldsThatCannotBe) {
     std::string says;
   };
   for (const Bad& b : {Bad{-1, 1, "rank -1"}, Bad{1, 1, "rank 1"}, Bad{INT_MAX, 2, "rank 2147483647"},
-                       Bad{0, 0, "world size 0"}, Bad{0, -1, "world size -1"}, Bad{0, INT_MAX, "world size 2147483647"}}) {
+                       Bad{0, 0, "world size 0"}, Bad{0, -1, "world size -1"}, Bad{0, INT_MAX, "world size 2147483647"},
+                       // More than the transport holds: refused before the rendezvous, which
+                       // rank 1 tried (port 1) until its timeout.
+                       Bad{1, 5000, "world size 5000 exceeds the 4096"}}) {
     CommunicatorConfig config = OneRankConfig();
     config.bootstrap.rank = b.rank;
     config.bootstrap.world_size = b.world;
@@ -393,7 +396,7 @@ TEST(ApiMisuse, CallsAfterAbortFailAtOnce) {
 // Ranks that disagree on the world size fail Create, each naming both sizes, within the
 // bootstrap timeout.
 TEST(ApiMisuse, RanksThatDisagreeOnTheWorldSizeFailCreate) {
-  ExpectRanksSucceeded(RunRanks({.world_size = 2, .bootstrap_timeout = absl::Seconds(5), .kill_after = kKillAfter},
+  ExpectRanksSucceeded(RunRanks({.world_size = 2, .bootstrap_timeout = absl::Seconds(3), .kill_after = kKillAfter},
                                 [&](const RankContext& context) -> absl::Status {
                                   RankContext odd = context;
                                   if (context.rank == 1) odd.bootstrap.world_size = 3;

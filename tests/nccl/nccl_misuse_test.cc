@@ -1,0 +1,129 @@
+// Misuse of the NCCL C API on one rank in this process: ids that are not ids, ranks and worlds
+// that cannot be, counts that overflow, communicators used or destroyed out of order around a
+// group. Each returns an ncclResult_t error whose ncclGetLastError names the call and what was
+// wrong; never a crash, a hang or a success.
+#include <gtest/gtest.h>
+#include <nccl.h>
+
+#include <climits>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "nccl/status.h"
+
+namespace ucclzip::nccl {
+namespace {
+
+// The call's result and that the last error says every one of `parts`.
+void ExpectFails(ncclResult_t got, ncclResult_t want, std::vector<std::string> parts, const std::string& what) {
+  EXPECT_EQ(got, want) << what << ": " << LastError();
+  for (const std::string& part : parts) {
+    EXPECT_NE(std::string(LastError()).find(part), std::string::npos) << what << ": \"" << LastError() << "\" lacks \"" << part << "\"";
+  }
+}
+
+// An id that GetUniqueId did not make (zeros), and one that rank 0 already used, fail at once,
+// naming the call and the rank: the id's own error said neither.
+TEST(NcclMisuse, IdsThatAreNotUsableAreRefusedNamingTheCall) {
+  ncclUniqueId zeros;
+  std::memset(&zeros, 0, sizeof(zeros));
+  ncclComm_t comm = reinterpret_cast<ncclComm_t>(&zeros);  // overwritten with NULL on failure
+  for (int rank : {0, 1}) {
+    ExpectFails(ncclCommInitRank(&comm, 2, zeros, rank), ncclInvalidArgument,
+                {"ncclCommInitRank (rank " + std::to_string(rank) + " of 2)", "not a ucclzip unique id"}, "zero id");
+    EXPECT_EQ(comm, nullptr);
+  }
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess) << LastError();
+  ncclComm_t first = nullptr;
+  ASSERT_EQ(ncclCommInitRank(&first, 1, id, 0), ncclSuccess) << LastError();
+  ExpectFails(ncclCommInitRank(&comm, 1, id, 0), ncclInvalidUsage, {"ncclCommInitRank (rank 0 of 1)", "use the id once"},
+              "an id used twice");
+  EXPECT_EQ(comm, nullptr);
+  EXPECT_EQ(ncclCommDestroy(first), ncclSuccess) << LastError();
+}
+
+TEST(NcclMisuse, RanksAndWorldsThatCannotBeAreRefused) {
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess) << LastError();
+  ncclComm_t comm = nullptr;
+  for (auto [nranks, rank] : {std::pair{0, 0}, std::pair{-1, 0}, std::pair{2, -1}, std::pair{INT_MAX, INT_MAX}}) {
+    ExpectFails(ncclCommInitRank(&comm, nranks, id, rank), ncclInvalidArgument,
+                {"ncclCommInitRank: rank " + std::to_string(rank) + " is not a rank of a world of " + std::to_string(nranks)},
+                "bad rank");
+  }
+  // More ranks than a communicator holds fail at once, not after a rendezvous (rank 1 of 5000
+  // connected to the id's port until its timeout).
+  const absl::Time start = absl::Now();
+  ExpectFails(ncclCommInitRank(&comm, 5000, id, 1), ncclInvalidArgument, {"rank 1", "world size 5000", "4096"}, "5000 ranks");
+  EXPECT_LT(absl::Now() - start, absl::Seconds(2));
+  ExpectFails(ncclCommInitAll(nullptr, 2, nullptr), ncclInvalidArgument, {"ncclCommInitAll"}, "null comms");
+  ncclComm_t comms[1] = {};
+  ExpectFails(ncclCommInitAll(comms, 0, nullptr), ncclInvalidArgument, {"ncclCommInitAll", "ndev 0"}, "no devices");
+  // Each rank of ncclCommInitAll gets a thread at the group's end: 70000 started 70000 threads.
+  std::vector<ncclComm_t> many(70000);
+  ExpectFails(ncclCommInitAll(many.data(), 70000, nullptr), ncclInvalidArgument, {"ncclCommInitAll", "ndev 70000", "4096"},
+              "70000 ranks");
+}
+
+class NcclMisuseOneRank : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ncclUniqueId id;
+    ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess) << LastError();
+    ASSERT_EQ(ncclCommInitRank(&comm_, 1, id, 0), ncclSuccess) << LastError();
+  }
+  void TearDown() override {
+    if (comm_ != nullptr) EXPECT_EQ(ncclCommDestroy(comm_), ncclSuccess) << LastError();
+  }
+  ncclComm_t comm_ = nullptr;
+};
+
+TEST_F(NcclMisuseOneRank, BadCountsPeersAndRootsAreRefused) {
+  float x[4] = {1, 2, 3, 4}, y[4] = {};
+  ExpectFails(ncclAllReduce(x, y, SIZE_MAX, ncclFloat32, ncclSum, comm_, nullptr), ncclInvalidArgument,
+              {"rank 0: allreduce (18446744073709551615 elements of fp32, sum)", "overflow"}, "allreduce of SIZE_MAX");
+  ExpectFails(ncclAllGather(x, y, SIZE_MAX / 2, ncclFloat64, comm_, nullptr), ncclInvalidArgument, {"rank 0: allgather", "overflow"},
+              "allgather of SIZE_MAX / 2");
+  for (int peer : {-1, 1, INT_MAX}) {
+    ExpectFails(ncclSend(x, 4, ncclFloat32, peer, comm_, nullptr), ncclInvalidArgument,
+                {"rank 0: send to peer " + std::to_string(peer), "must be a rank of 1"}, "send");
+    ExpectFails(ncclRecv(y, 4, ncclFloat32, peer, comm_, nullptr), ncclInvalidArgument,
+                {"rank 0: recv from peer " + std::to_string(peer), "must be a rank of 1"}, "recv");
+  }
+  ExpectFails(ncclBcast(x, 4, ncclFloat32, INT_MIN, comm_, nullptr), ncclInvalidArgument,
+              {"rank 0: broadcast (4 elements of fp32, root -2147483648)", "is not a rank of 1"}, "bcast");
+  ExpectFails(ncclReduceScatter(x, y, 4, static_cast<ncclDataType_t>(-1), ncclSum, comm_, nullptr), ncclInvalidArgument,
+              {"ncclReduceScatter: datatype -1"}, "reducescatter of a bad type");
+  // Nothing to move needs no buffers.
+  EXPECT_EQ(ncclAllReduce(nullptr, nullptr, 0, ncclFloat32, ncclSum, comm_, nullptr), ncclSuccess) << LastError();
+}
+
+// Inside a group that holds calls on the communicator, finalising or destroying it is refused
+// (those calls are posted only at the group's end); a destruction queued in a group refuses
+// further calls and a second destruction.
+TEST_F(NcclMisuseOneRank, LifecycleCallsOutOfOrderAroundAGroupAreRefused) {
+  float x[4] = {1, 2, 3, 4}, y[4] = {};
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  EXPECT_EQ(ncclAllReduce(x, y, 4, ncclFloat32, ncclSum, comm_, nullptr), ncclSuccess) << LastError();
+  ExpectFails(ncclCommFinalize(comm_), ncclInvalidUsage, {"ncclCommFinalize", "end the group first"}, "finalize in the group");
+  ExpectFails(ncclCommDestroy(comm_), ncclInvalidUsage, {"ncclCommDestroy", "end the group first"}, "destroy in the group");
+  EXPECT_EQ(ncclGroupEnd(), ncclSuccess) << LastError();
+  EXPECT_EQ(y[3], 4.0f);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  EXPECT_EQ(ncclCommDestroy(comm_), ncclSuccess) << LastError();
+  ExpectFails(ncclCommDestroy(comm_), ncclInvalidUsage, {"ncclCommDestroy", "already destroyed"}, "a second destroy");
+  ExpectFails(ncclAllReduce(x, y, 4, ncclFloat32, ncclSum, comm_, nullptr), ncclInvalidUsage,
+              {"ncclAllReduce", "destroyed at the end of the open group"}, "a call on a communicator being destroyed");
+  int count = 0;
+  ExpectFails(ncclCommCount(comm_, &count), ncclInvalidUsage, {"ncclCommCount"}, "count of a communicator being destroyed");
+  ExpectFails(ncclGroupEnd(), ncclInvalidUsage, {"ncclAllReduce"}, "the group with the refused call");
+  comm_ = nullptr;  // destroyed at the group's end
+  ExpectFails(ncclGroupEnd(), ncclInvalidUsage, {"ncclGroupEnd without ncclGroupStart"}, "an extra end");
+}
+
+}  // namespace
+}  // namespace ucclzip::nccl
