@@ -275,6 +275,31 @@ TEST(ApiMisuse, ASelfTransferBetweenOverlappingBuffersIsRefused) {
   EXPECT_TRUE(buffer == before);
 }
 
+// Blocks as large as the options allow (2^62 bytes) only mean one block per message: a small
+// send, receive and allreduce between two ranks still move, nothing being sized by the option.
+TEST(ApiMisuse, HugeBlockSizesStillMoveSmallMessages) {
+  ExpectRanksSucceeded(RunRanks({.world_size = 2, .kill_after = kKillAfter}, [&](const RankContext& context) -> absl::Status {
+    transport::TransportOptions options = ShortTimeoutOptions();
+    options.pipeline_block_bytes = options.min_pipeline_block_bytes = size_t{1} << 62;
+    auto comm = CreateCommunicator(context, options);
+    if (!comm.ok()) return comm.status();
+    Communicator& c = **comm;
+    const int peer = 1 - context.rank;
+    std::vector<float> mine(1000, static_cast<float>(context.rank + 1)), theirs(1000, 0), sum(1000, 0);
+    c.GroupStart();
+    c.Send(mine.data(), mine.size(), DataType::kFloat32, peer, nullptr);
+    c.Recv(theirs.data(), theirs.size(), DataType::kFloat32, peer, nullptr);
+    if (absl::Status s = WaitOk(c.GroupEnd(), "the exchange"); !s.ok()) return s;
+    if (theirs != std::vector<float>(1000, static_cast<float>(peer + 1))) return absl::InternalError("wrong data received");
+    if (absl::Status s = WaitOk(c.AllReduce(mine.data(), sum.data(), mine.size(), DataType::kFloat32, ReduceOp::kSum, nullptr),
+                                "the allreduce");
+        !s.ok()) {
+      return s;
+    }
+    return sum == std::vector<float>(1000, 3.0f) ? absl::OkStatus() : absl::InternalError("wrong sum");
+  }));
+}
+
 // --- Groups and Operations ---------------------------------------------------------------------
 
 TEST(ApiMisuse, GroupsNestDeeplyAndAnExtraGroupEndFails) {
