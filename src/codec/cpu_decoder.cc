@@ -195,6 +195,16 @@ absl::Status DecompressHost(const void* frame, uint64_t frame_bytes, DataType dt
   if (!IsValidDataType(static_cast<uint8_t>(dtype))) {
     return absl::InvalidArgumentError(absl::StrCat(context, ": invalid data type ", static_cast<int>(dtype)));
   }
+  // Decoding writes the output while it still reads the frame: overlapping, a stored frame was
+  // copied with an overlapping memcpy (undefined; ASan stops there) and a split one would read
+  // symbols its own output had overwritten.
+  const uint64_t output_bytes =
+      count > UINT64_MAX / ElementSize(dtype) ? UINT64_MAX : count * ElementSize(dtype);
+  if (codec::BuffersOverlap(frame, frame_bytes, output, output_bytes)) {
+    return absl::InvalidArgumentError(absl::StrCat(context, ": the output [0x", absl::Hex(reinterpret_cast<uintptr_t>(output)),
+                                                   ", +", output_bytes, " B) overlaps the frame [0x",
+                                                   absl::Hex(reinterpret_cast<uintptr_t>(frame)), ", +", frame_bytes, " B)"));
+  }
   if (frame_bytes < codec::kHeaderBytes) {
     return DecodeErrorToStatus(static_cast<uint32_t>(DecodeError::kTruncated), context);
   }

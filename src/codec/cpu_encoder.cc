@@ -346,6 +346,15 @@ absl::StatusOr<uint64_t> CompressHost(const void* input, uint64_t count, DataTyp
     return absl::InvalidArgumentError(absl::StrCat("compress ", DataTypeName(dtype), " x", count,
                                                    ": null ", frame == nullptr ? "frame" : "input", " pointer"));
   }
+  // The frame is written while the input is still read: overlapping, the stored copy was an
+  // overlapping memcpy and the split stages would read what they had written.
+  if (codec::BuffersOverlap(input, count * ElementSize(dtype), frame, frame_capacity)) {  // PlanFrame bounds count
+    return absl::InvalidArgumentError(absl::StrCat("compress ", DataTypeName(dtype), " x", count, ": the input [0x",
+                                                   absl::Hex(reinterpret_cast<uintptr_t>(input)), ", +",
+                                                   count * ElementSize(dtype), " B) overlaps the frame [0x",
+                                                   absl::Hex(reinterpret_cast<uintptr_t>(frame)), ", +", frame_capacity,
+                                                   " B)"));
+  }
   if (frame_capacity < plan->max_frame_bytes) {
     return absl::InvalidArgumentError(absl::StrCat("compress ", DataTypeName(dtype), " x", count, ": frame capacity ",
                                                    frame_capacity, " bytes < the ", plan->max_frame_bytes,

@@ -25,6 +25,16 @@ enum class DecodeError : uint32_t {
   kBadArgument = 11,     // the caller's own arguments (null, misaligned, too small)
 };
 
+// Whether the caller's buffers [a, +a_bytes) and [b, +b_bytes) share a byte (bytes that do not
+// fit the address space count as reaching its end).
+inline bool BuffersOverlap(const void* a, uint64_t a_bytes, const void* b, uint64_t b_bytes) {
+  const auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
+  if (a_bytes == 0 || b_bytes == 0) return false;
+  const uintptr_t x_end = a_bytes > UINTPTR_MAX - x ? UINTPTR_MAX : x + a_bytes;
+  const uintptr_t y_end = b_bytes > UINTPTR_MAX - y ? UINTPTR_MAX : y + b_bytes;
+  return x < y_end && y < x_end;
+}
+
 UZ_HD uint32_t MakeErrorWord(DecodeError code, uint32_t detail) {
   return static_cast<uint32_t>(code) | (detail << 8);
 }

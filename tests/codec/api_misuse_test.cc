@@ -1,14 +1,17 @@
 // Misuse of the public codec and reduction calls on the CPU: types and operators outside their
-// enums, counts beyond what a frame holds, null buffers, a divisor of 0. Each gets a clear error
-// or, where the call has no error to return, a value that cannot under-size a buffer; never a
-// crash or unwritten output reported as done. (Hostile frames are frame_corruption_test's and
-// the fuzzer's.)
+// enums, counts beyond what a frame holds, null buffers, buffers overlapping the frame, a divisor
+// of 0. Each gets a clear error or, where the call has no error to return, a value that cannot
+// under-size a buffer; never a crash or unwritten output reported as done. (Hostile frames are
+// frame_corruption_test's and the fuzzer's.)
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <limits>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "ucclzip/codec.h"
 #include "ucclzip/reduction.h"
 
@@ -47,6 +50,36 @@ TEST(CodecMisuse, EmptyTensorsRoundTripWithoutAnOutputBuffer) {
   const absl::Status status = DecompressHost(frame.data(), *bytes, DataType::kBFloat16, nullptr, 1);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
   EXPECT_NE(status.message().find("null output"), absl::string_view::npos) << status;
+}
+
+// Decoding into the frame itself (or encoding from it) reads what it has just written: a stored
+// frame went through an overlapping memcpy (ASan: memcpy-param-overlap), a split one would read
+// overwritten symbols. Refused, naming both ranges; the frame stays as it was.
+TEST(CodecMisuse, BuffersThatOverlapTheFrameAreRefused) {
+  for (DataType dtype : {DataType::kFloat64, DataType::kBFloat16}) {  // a stored frame and a split one
+    const uint64_t count = 20000;
+    const size_t width = ElementSize(dtype);
+    std::vector<uint8_t> tensor(count * width);
+    for (size_t i = 0; i < tensor.size(); ++i) tensor[i] = static_cast<uint8_t>(i * 7 + i / 251);
+    std::vector<uint8_t> buffer(MaxFrameBytes(dtype, count) + tensor.size());
+    absl::StatusOr<uint64_t> bytes = CompressHost(tensor.data(), count, dtype, buffer.data(), buffer.size());
+    ASSERT_TRUE(bytes.ok()) << bytes.status();
+    const std::vector<uint8_t> before = buffer;
+    const absl::Status status = DecompressHost(buffer.data(), *bytes, dtype, buffer.data() + 8, count);
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+    EXPECT_NE(status.message().find(absl::StrCat("decompress ", DataTypeName(dtype), " x20000")), absl::string_view::npos)
+        << status;
+    EXPECT_NE(status.message().find("overlaps the frame"), absl::string_view::npos) << status;
+    EXPECT_TRUE(buffer == before) << DataTypeName(dtype) << ": the refused decode wrote";
+    // Right after the frame is no overlap: that decodes.
+    ASSERT_TRUE(DecompressHost(buffer.data(), *bytes, dtype, buffer.data() + *bytes, count).ok());
+    EXPECT_TRUE(std::equal(tensor.begin(), tensor.end(), buffer.begin() + *bytes));
+    // Encoding from a tensor inside the frame's capacity.
+    std::memcpy(buffer.data() + 64, tensor.data(), tensor.size());
+    const absl::StatusOr<uint64_t> from_inside = CompressHost(buffer.data() + 64, count, dtype, buffer.data(), buffer.size());
+    EXPECT_EQ(from_inside.status().code(), absl::StatusCode::kInvalidArgument) << from_inside.status();
+    EXPECT_NE(from_inside.status().message().find("overlaps the frame"), absl::string_view::npos) << from_inside.status();
+  }
 }
 
 struct BadReduction {
