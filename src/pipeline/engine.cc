@@ -186,8 +186,8 @@ absl::StatusOr<OperationSpec> Engine::Prepare(Call& call) {
   // a group (self_transfers.h); a collective's steps always go to other ranks.
   // A refused call never becomes a copy: it only takes its places on links to other ranks.
   const bool refused = !call.refused.ok();
-  // Where a call's places can be told it takes them even when refused, so these two checks,
-  // which leave its blocks countable, refuse it only on its first preparation (Submit).
+  // A call refused already still takes its places on its links (below), which these two checks
+  // do not stop it from counting; they refuse only a call not refused yet.
   if (!refused && call.compression && !IsValidCompressionMode(*call.compression)) {
     return invalid("compression mode ", static_cast<int>(*call.compression), " is not one of kAuto (0), kOn (1), kOff (2)");
   }
