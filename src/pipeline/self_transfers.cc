@@ -82,17 +82,16 @@ void PairSelfTransfers(std::vector<OperationSpec>& specs, int rank) {
   for (size_t k = 0; k < pairs; ++k) {
     OperationSpec& send = specs[sends[k]];
     OperationSpec& recv = specs[recvs[k]];
+    std::string why;
     if (const std::string differ = Disagreement(send, recv); !differ.empty()) {
-      const std::string send_why = absl::StrCat("its group pairs it with \"", recv.description, "\", which differs in ", differ);
-      const std::string recv_why = absl::StrCat("its group pairs it with \"", send.description, "\", which differs in ", differ);
-      fail(sends[k], send_why);
-      fail(recvs[k], recv_why);
-      continue;
+      why = absl::StrCat(", which differs in ", differ);
+    } else if (const std::string overlap = Overlap(send, recv); !overlap.empty()) {
+      why = absl::StrCat(", and ", overlap);
     }
-    if (const std::string overlap = Overlap(send, recv); !overlap.empty()) {
+    if (!why.empty()) {
       // Both messages first: fail() moves the spec out.
-      const std::string send_why = absl::StrCat("its group pairs it with \"", recv.description, "\", and ", overlap);
-      const std::string recv_why = absl::StrCat("its group pairs it with \"", send.description, "\", and ", overlap);
+      const std::string send_why = absl::StrCat("its group pairs it with \"", recv.description, "\"", why);
+      const std::string recv_why = absl::StrCat("its group pairs it with \"", send.description, "\"", why);
       fail(sends[k], send_why);
       fail(recvs[k], recv_why);
       continue;

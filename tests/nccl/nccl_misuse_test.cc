@@ -13,6 +13,7 @@
 
 #include "absl/time/clock.h"
 #include "nccl/status.h"
+#include "nccl_one_rank.h"
 
 namespace ucclzip::nccl {
 namespace {
@@ -69,18 +70,7 @@ TEST(NcclMisuse, RanksAndWorldsThatCannotBeAreRefused) {
               "70000 ranks");
 }
 
-class NcclMisuseOneRank : public ::testing::Test {
- protected:
-  void SetUp() override {
-    ncclUniqueId id;
-    ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess) << LastError();
-    ASSERT_EQ(ncclCommInitRank(&comm_, 1, id, 0), ncclSuccess) << LastError();
-  }
-  void TearDown() override {
-    if (comm_ != nullptr) EXPECT_EQ(ncclCommDestroy(comm_), ncclSuccess) << LastError();
-  }
-  ncclComm_t comm_ = nullptr;
-};
+class NcclMisuseOneRank : public NcclOneRank {};
 
 TEST_F(NcclMisuseOneRank, BadCountsPeersAndRootsAreRefused) {
   float x[4] = {1, 2, 3, 4}, y[4] = {};

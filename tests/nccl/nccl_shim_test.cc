@@ -14,6 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "nccl/environment.h"
 #include "nccl/status.h"
+#include "nccl_one_rank.h"
 
 namespace ucclzip::nccl {
 namespace {
@@ -79,20 +80,6 @@ TEST_F(NcclEnvironment, AMalformedBootstrapTimeoutLeavesTheIdUsable) {
   ASSERT_EQ(ncclCommInitRank(&comm, 1, id, 0), ncclSuccess) << LastError();
   EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess) << LastError();
 }
-
-// A one-rank communicator of this process, on host buffers.
-class NcclOneRank : public ::testing::Test {
- protected:
-  void SetUp() override {
-    ncclUniqueId id;
-    ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess) << LastError();
-    ASSERT_EQ(ncclCommInitRank(&comm_, 1, id, 0), ncclSuccess) << LastError();
-  }
-  void TearDown() override {
-    if (comm_ != nullptr) EXPECT_EQ(ncclCommDestroy(comm_), ncclSuccess) << LastError();
-  }
-  ncclComm_t comm_ = nullptr;
-};
 
 // As in NCCL (ncclGroupErrCheck), a call of a group that fails its checks fails the outermost
 // ncclGroupEnd too, whichever layer refused it: a type, an operator or a comm the shim itself
