@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "logging/logging.h"
+#include "pipeline/engine.h"
 #include "pipeline/transport_lanes.h"
 #include "transport/transport_options.h"
 
@@ -49,7 +50,10 @@ absl::StatusOr<absl::Duration> ParseTime(absl::string_view text, bool zero_allow
   const std::string trimmed(absl::StripAsciiWhitespace(text));
   absl::Duration duration;
   // Not NaN ("nan" parses as a double), which absl::Seconds turns into an infinite duration.
-  if (double seconds = 0; absl::SimpleAtod(trimmed, &seconds) && !std::isnan(seconds)) {
+  // Not hexadecimal either: SimpleAtod (strtod in this Abseil) read "0x10" as 16 s and "0x1p-3"
+  // as 125 ms, where the byte counts and the counts refuse "0x10".
+  if (double seconds = 0; trimmed.find_first_of("xX") == std::string::npos && absl::SimpleAtod(trimmed, &seconds) &&
+                          !std::isnan(seconds)) {
     duration = absl::Seconds(seconds);
   } else if (!absl::ParseDuration(trimmed, &duration)) {
     return absl::InvalidArgumentError("expected seconds (60, 0.5) or a duration with units (500ms, 2m, 1h30m)");
@@ -128,8 +132,11 @@ absl::StatusOr<CommunicatorOptions> WithEnvironmentDefaults(const CommunicatorOp
             [](absl::string_view v) { return ParseBytes(v, 0); }, options),
       Apply(rank, "UCCLZIP_STAGING_POOL_BYTES", &O::staging_pool_bytes,
             [](absl::string_view v) { return ParseBytes(v, 1); }, options),
-      Apply(rank, "UCCLZIP_DEVICE_SLOTS", &O::device_slots, [](absl::string_view v) { return ParseCount(v, 1); },
-            options),
+      // Communicator::Create's limit, checked here too: above it a value the program's own
+      // device_slots overrides was accepted without a word, and one that applied failed naming
+      // device_slots, not the variable.
+      Apply(rank, "UCCLZIP_DEVICE_SLOTS", &O::device_slots,
+            [](absl::string_view v) { return ParseCount(v, 1, kMaxDeviceSlots); }, options),
       Apply(rank, "UCCLZIP_TRANSPORT_LANES", &O::transport_lanes,
             [](absl::string_view v) { return ParseCount(v, 1, TransportLanes::kMaxLanes); }, options),
       Apply(rank, "UCCLZIP_CPU_CODEC_THREADS", &O::cpu_codec_threads,

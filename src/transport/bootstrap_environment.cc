@@ -1,5 +1,9 @@
 // BootstrapConfigFromEnvironment: reads what launchers (torchrun, mpirun) or the user set.
+#include <sys/socket.h>
+
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
 #include <optional>
 
 #include "absl/strings/numbers.h"
@@ -83,7 +87,21 @@ absl::StatusOr<BootstrapConfig> BootstrapConfigFromEnvironment() {
     if (config.rank == 0) {
       absl::StatusOr<int64_t> listen_fd = IntFromEnv({"UCCLZIP_LISTEN_FD"}, 0, INT32_MAX, -1);
       if (!listen_fd.ok()) return listen_fd.status();
-      if (*listen_fd >= 0) config.listen_fd = static_cast<int>(*listen_fd);
+      if (*listen_fd >= 0) {
+        // A descriptor that is closed, a file or an unlistened socket (a launcher's mistake or a
+        // stale variable) otherwise failed the rendezvous without naming the variable; it is
+        // refused here, and left open: it is not this library's until it is a listening socket.
+        int listening = 0;
+        socklen_t length = sizeof(listening);
+        const bool queried =
+            getsockopt(static_cast<int>(*listen_fd), SOL_SOCKET, SO_ACCEPTCONN, &listening, &length) == 0;
+        if (!queried || listening == 0) {
+          return absl::InvalidArgumentError(absl::StrCat(
+              "bootstrap from the environment: UCCLZIP_LISTEN_FD='", *listen_fd, "' is not a listening socket",
+              queried ? "" : absl::StrCat(" (", std::strerror(errno), ")")));
+        }
+        config.listen_fd = static_cast<int>(*listen_fd);
+      }
     }
   }
   if (!rank_in_world.ok()) return rank_in_world;

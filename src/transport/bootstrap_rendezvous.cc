@@ -66,9 +66,22 @@ absl::StatusOr<std::vector<Socket>> AdmitAll(const BootstrapConfig& config, absl
   std::vector<MeshEndpoint> table(config.world_size);
   std::vector<std::string> refused;
   int admitted = 0;
+  // Set where accepting failed before the deadline (an inherited descriptor that is no listening
+  // socket, say): that, not "timed out ... never arrived", is then the error, at once.
+  absl::Status accept_failed;
   while (admitted < config.world_size - 1) {
     absl::StatusOr<Socket> connection = AcceptUntil(listener, deadline);
-    if (!connection.ok()) break;
+    if (!connection.ok()) {
+      if (!absl::IsDeadlineExceeded(connection.status())) {
+        accept_failed = WithContext(
+            connection.status(),
+            absl::StrCat("rank 0: bootstrap rendezvous at ", where,
+                         config.listen_fd >= 0 ? absl::StrCat(" (inherited socket ", config.listen_fd, ")") : "",
+                         ": ", RankList(MissingRanks(seen, 0)), " of world size ", config.world_size,
+                         " not admitted"));
+      }
+      break;
+    }
     std::string from = PeerAddress(*connection).value_or("unknown address");
     absl::StatusOr<Hello> hello = RecvHello(*connection, std::min(deadline, absl::Now() + kHelloTimeout));
     // A hello that came but is refused (another protocol version, say) is answered with why, as
@@ -85,7 +98,7 @@ absl::StatusOr<std::vector<Socket>> AdmitAll(const BootstrapConfig& config, absl
     ++admitted;
   }
   if (admitted < config.world_size - 1) {
-    auto why = absl::DeadlineExceededError(absl::StrCat(
+    auto why = !accept_failed.ok() ? accept_failed : absl::DeadlineExceededError(absl::StrCat(
         "rank 0: bootstrap rendezvous at ", where, " timed out after ", absl::FormatDuration(config.timeout), ": ",
         RankList(MissingRanks(seen, 0)), " of world size ", config.world_size, " never arrived",
         refused.empty() ? "" : absl::StrCat(" (refused: ", absl::StrJoin(refused, "; "), ")")));

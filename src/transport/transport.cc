@@ -62,7 +62,9 @@ bool WantsPeerErrorHandling(const std::string& configured) {
   std::string tls = !configured.empty() ? configured : env != nullptr ? env : "";
   if (tls.empty() || tls[0] == '^') return false;  // UCX's choice, or "all but": shared memory or TCP may be in
   for (absl::string_view name : absl::StrSplit(tls, ',')) {
-    for (absl::string_view costly : {"sm", "shm", "posix", "sysv", "cma", "knem", "xpmem", "all", "tcp"}) {
+    // "mm" is UCX's older alias of posix, sysv and xpmem: missed, UCX_TLS=mm asked for peer error
+    // handling on shared memory alone, and every endpoint was unreachable.
+    for (absl::string_view costly : {"sm", "shm", "mm", "posix", "sysv", "cma", "knem", "xpmem", "all", "tcp"}) {
       if (name == costly) return false;
     }
   }

@@ -84,7 +84,15 @@ absl::StatusOr<UniqueId> GetUniqueId() {
   writer.U32(kUniqueIdMagic).U16(*port).String(token).String(host);
   UniqueId id;
   if (writer.bytes().size() > id.bytes.size()) {
-    return absl::InvalidArgumentError(absl::StrCat("host name '", host, "' is too long for a unique id"));
+    // Named with where it came from and the room there is: an operator's long UCCLZIP_HOST (or
+    // fully qualified name) otherwise had nothing to go by.
+    const size_t room = id.bytes.size() - (writer.bytes().size() - host.size());
+    const char* variable = std::getenv("UCCLZIP_HOST");
+    const bool from_variable = variable != nullptr && *variable != '\0';
+    return absl::InvalidArgumentError(absl::StrCat("host name '", host, "' (",
+                                                   from_variable ? "UCCLZIP_HOST" : "this host's name", ", ",
+                                                   host.size(), " bytes) is too long for a unique id: at most ",
+                                                   room, " bytes"));
   }
   std::memcpy(id.bytes.data(), writer.bytes().data(), writer.bytes().size());
   std::lock_guard lock(registry_mutex);

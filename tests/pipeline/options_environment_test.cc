@@ -24,7 +24,8 @@ constexpr const char* kVariables[] = {
     "UCCLZIP_BLOCK_BYTES",        "UCCLZIP_PIPELINE_BLOCK_BYTES", "UCCLZIP_MIN_COMPRESS_BYTES",
     "UCCLZIP_STAGING_POOL_BYTES", "UCCLZIP_DEVICE_SLOTS",        "UCCLZIP_WAIT_SPIN", "UCCLZIP_HOLD_STREAM",
     "UCCLZIP_CPU_CODEC_THREADS",  "UCCLZIP_TRANSPORT_LANES",     "UCCLZIP_STAGING_WAKEUPS", "UCCLZIP_LOG_LEVEL",
-    "UCCLZIP_FORWARD_FROM_HOST",  "UCCLZIP_MIN_PIPELINE_BLOCK_BYTES"};
+    "UCCLZIP_FORWARD_FROM_HOST",  "UCCLZIP_MIN_PIPELINE_BLOCK_BYTES", "UCCLZIP_RECURSIVE_DOUBLING_BYTES",
+    "UCCLZIP_TREE_BROADCAST_BYTES"};
 
 // Starts every test with none of the variables set, whatever the test's own environment holds.
 class OptionsEnvironmentTest : public ::testing::Test {
@@ -123,6 +124,71 @@ TEST_F(OptionsEnvironmentTest, BadValuesAreNamed) {
     EXPECT_NE(status.message().find(absl::StrCat("rank 3: ", variable, "='", value, "'")), absl::string_view::npos)
         << status;
   }
+}
+
+// UCCLZIP_DEVICE_SLOTS above Communicator::Create's 65536 passed the variable's own check: where
+// the program set device_slots it was accepted without a word (the docs promise an error
+// "also where the variable would not apply"), and where it applied Create failed naming
+// device_slots, not the variable.
+TEST_F(OptionsEnvironmentTest, DeviceSlotsAboveTheLimitAreNamed) {
+  for (const bool program_set : {false, true}) {
+    setenv("UCCLZIP_DEVICE_SLOTS", "65537", 1);
+    CommunicatorOptions program;
+    if (program_set) program.device_slots = 4;
+    absl::Status status = WithEnvironmentDefaults(program, 1).status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+    EXPECT_NE(status.message().find("rank 1: UCCLZIP_DEVICE_SLOTS='65537': expected a whole number from 1 to 65536"),
+              absl::string_view::npos)
+        << status;
+  }
+  setenv("UCCLZIP_DEVICE_SLOTS", "65536", 1);
+  absl::StatusOr<CommunicatorOptions> options = WithEnvironmentDefaults(CommunicatorOptions{}, 0);
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->device_slots, 65536);
+}
+
+// The malformed values an operator may write, of every kind, are refused naming the variable and
+// the value: none is read as its prefix ("12abc" as 12), wrapped, or taken for another unit.
+TEST_F(OptionsEnvironmentTest, MalformedValuesOfEveryKindAreRefused) {
+  const char* const bytes[] = {"UCCLZIP_BLOCK_BYTES",         "UCCLZIP_PIPELINE_BLOCK_BYTES",
+                               "UCCLZIP_MIN_PIPELINE_BLOCK_BYTES", "UCCLZIP_RECURSIVE_DOUBLING_BYTES",
+                               "UCCLZIP_TREE_BROADCAST_BYTES", "UCCLZIP_MIN_COMPRESS_BYTES",
+                               "UCCLZIP_STAGING_POOL_BYTES"};
+  const char* const bad_bytes[] = {" ",   "abc", "12abc", "0x10", "-4M",  "16Q",  "16MM", "1e9", "1.5M", "K",
+                                   "-0x1", "99999999999999999999", "18446744073709551616", "16384P", "17179869184G"};
+  const char* const durations[] = {"UCCLZIP_OP_TIMEOUT", "UCCLZIP_SHUTDOWN_TIMEOUT", "UCCLZIP_WAIT_SPIN"};
+  const char* const bad_durations[] = {" ", "abc", "12abc", "5 s", "-1s", "-inf", "5sec", "1d", "0x10", "0x1p-3", "nan"};
+  const char* const counts[] = {"UCCLZIP_DEVICE_SLOTS", "UCCLZIP_TRANSPORT_LANES", "UCCLZIP_CPU_CODEC_THREADS"};
+  const char* const bad_counts[] = {" ", "abc", "12abc", "0x10", "-1", "1.5", "1e1", "99999999999999999999", "4294967298"};
+  const char* const switches[] = {"UCCLZIP_HOLD_STREAM", "UCCLZIP_STAGING_WAKEUPS", "UCCLZIP_FORWARD_FROM_HOST"};
+  const char* const bad_switches[] = {" ", "2", "-1", "y", "enabled", "0x1", "truee"};
+  std::vector<std::pair<std::string, std::string>> bad;
+  for (const char* variable : bytes) for (const char* value : bad_bytes) bad.emplace_back(variable, value);
+  for (const char* variable : durations) for (const char* value : bad_durations) bad.emplace_back(variable, value);
+  for (const char* variable : counts) for (const char* value : bad_counts) bad.emplace_back(variable, value);
+  for (const char* variable : switches) for (const char* value : bad_switches) bad.emplace_back(variable, value);
+  for (const char* value : {" ", "compress", "1", "autoo", "onn"}) bad.emplace_back("UCCLZIP_COMPRESS", value);
+  for (const char* value : {" ", "5", "-1", "verbose", "0x1"}) bad.emplace_back("UCCLZIP_LOG_LEVEL", value);
+  for (const auto& [variable, value] : bad) {
+    SetUp();
+    setenv(variable.c_str(), value.c_str(), 1);
+    absl::Status status = WithEnvironmentDefaults(CommunicatorOptions{}, 2).status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << variable << "='" << value << "': " << status;
+    EXPECT_NE(status.message().find(absl::StrCat("rank 2: ", variable, "='", value, "'")), absl::string_view::npos)
+        << status;
+  }
+  SetUp();
+  // What the docs allow: any case, surrounding blanks, lower-case suffixes, the switches' words.
+  setenv("UCCLZIP_COMPRESS", " Auto ", 1);
+  setenv("UCCLZIP_PIPELINE_BLOCK_BYTES", " 16m ", 1);
+  setenv("UCCLZIP_HOLD_STREAM", "Yes", 1);
+  setenv("UCCLZIP_OP_TIMEOUT", " 0.5 ", 1);
+  absl::StatusOr<CommunicatorOptions> options = WithEnvironmentDefaults(CommunicatorOptions{}, 0);
+  ASSERT_TRUE(options.ok()) << options.status();
+  EXPECT_EQ(options->compression, CompressionMode::kAuto);
+  EXPECT_EQ(options->pipeline_block_bytes, size_t{16} << 20);
+  EXPECT_TRUE(options->hold_caller_stream);
+  EXPECT_EQ(options->op_timeout, absl::Milliseconds(500));
 }
 
 // Through the public API: a communicator of one rank (no peers to reach).

@@ -1,5 +1,6 @@
 // Configuration from launchers' environment variables and from unique ids.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <stdlib.h>
@@ -7,7 +8,9 @@
 #include <unistd.h>
 
 #include <string>
+#include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "ucclzip/bootstrap.h"
 
 namespace ucclzip {
@@ -20,7 +23,7 @@ class EnvironmentTest : public ::testing::Test {
     for (const char* name : {"UCCLZIP_UNIQUE_ID", "UCCLZIP_MASTER_ADDR", "UCCLZIP_MASTER_PORT", "UCCLZIP_RANK",
                              "UCCLZIP_WORLD_SIZE", "UCCLZIP_LOCAL_RANK", "UCCLZIP_TOKEN", "UCCLZIP_BOOTSTRAP_TIMEOUT",
                              "MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK", "OMPI_COMM_WORLD_RANK",
-                             "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "UCCLZIP_LISTEN_FD"}) {
+                             "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "UCCLZIP_LISTEN_FD", "UCCLZIP_HOST"}) {
       unsetenv(name);
     }
   }
@@ -133,6 +136,87 @@ TEST_F(EnvironmentTest, RankZeroKeepsTheIdsSocketWhenAnotherVariableIsWrong) {
   EXPECT_EQ(ntohs(bound.sin_port), root->port);
   close(root->listen_fd);
   close(other->listen_fd);
+}
+
+// Every kind of malformed number a launcher or an operator may leave in a variable is refused,
+// naming the variable and the value: none is read as a prefix, wrapped, or taken for another.
+TEST_F(EnvironmentTest, MalformedNumbersAreRefusedNotReinterpreted) {
+  const std::pair<const char*, const char*> bad[] = {
+      {"UCCLZIP_MASTER_PORT", "0"},        {"UCCLZIP_MASTER_PORT", "70000"},  {"UCCLZIP_MASTER_PORT", "-1"},
+      {"UCCLZIP_MASTER_PORT", "abc"},      {"UCCLZIP_MASTER_PORT", "12abc"},  {"UCCLZIP_MASTER_PORT", "0x10"},
+      {"UCCLZIP_MASTER_PORT", "65536"},    {"UCCLZIP_MASTER_PORT", "1e3"},    {"UCCLZIP_MASTER_PORT", " "},
+      {"UCCLZIP_RANK", "-1"},              {"UCCLZIP_RANK", "1.5"},           {"UCCLZIP_RANK", "18446744073709551616"},
+      {"UCCLZIP_WORLD_SIZE", "0"},         {"UCCLZIP_WORLD_SIZE", "4294967298"}, {"UCCLZIP_LOCAL_RANK", "-2"},
+      {"UCCLZIP_BOOTSTRAP_TIMEOUT", "0"},  {"UCCLZIP_BOOTSTRAP_TIMEOUT", "86401"}, {"UCCLZIP_BOOTSTRAP_TIMEOUT", "5s"},
+      {"UCCLZIP_BOOTSTRAP_TIMEOUT", "inf"}, {"UCCLZIP_BOOTSTRAP_TIMEOUT", "-1"}, {"UCCLZIP_LISTEN_FD", "3x"}};
+  for (const auto& [variable, value] : bad) {
+    SetUp();
+    setenv("UCCLZIP_MASTER_ADDR", "127.0.0.1", 1);
+    setenv("UCCLZIP_MASTER_PORT", "6000", 1);
+    setenv("UCCLZIP_RANK", "0", 1);
+    setenv("UCCLZIP_WORLD_SIZE", "2", 1);
+    setenv(variable, value, 1);
+    absl::Status status = BootstrapConfigFromEnvironment().status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << variable << "='" << value << "': " << status;
+    EXPECT_NE(status.message().find(absl::StrCat(variable, "='", value, "'")), absl::string_view::npos) << status;
+  }
+}
+
+// UCCLZIP_LISTEN_FD that is closed, a file or a socket never listened on: rank 0 adopted it and
+// failed the rendezvous at once as if it had timed out, naming neither the variable nor why.
+// It is refused naming both, and left open (it was never a socket this library could use).
+TEST_F(EnvironmentTest, ListenFdThatIsNoListeningSocketIsRefused) {
+  setenv("UCCLZIP_MASTER_ADDR", "127.0.0.1", 1);
+  setenv("UCCLZIP_MASTER_PORT", "6000", 1);
+  setenv("UCCLZIP_RANK", "0", 1);
+  setenv("UCCLZIP_WORLD_SIZE", "2", 1);
+  const int file = open("/dev/null", O_RDONLY | O_CLOEXEC);
+  const int unlistened = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  const int closed = dup(file);
+  ASSERT_GE(file, 0);
+  ASSERT_GE(unlistened, 0);
+  ASSERT_GE(closed, 0);
+  close(closed);
+  for (const int fd : {file, unlistened, closed}) {
+    setenv("UCCLZIP_LISTEN_FD", std::to_string(fd).c_str(), 1);
+    absl::Status status = BootstrapConfigFromEnvironment().status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+    EXPECT_NE(status.message().find(absl::StrCat("UCCLZIP_LISTEN_FD='", fd, "' is not a listening socket")),
+              absl::string_view::npos)
+        << status;
+  }
+  EXPECT_NE(fcntl(file, F_GETFD), -1);
+  EXPECT_NE(fcntl(unlistened, F_GETFD), -1);
+  // A reserved port's socket is one.
+  absl::StatusOr<ReservedPort> reserved = ReservePort();
+  ASSERT_TRUE(reserved.ok()) << reserved.status();
+  setenv("UCCLZIP_LISTEN_FD", std::to_string(reserved->listen_fd).c_str(), 1);
+  absl::StatusOr<BootstrapConfig> config = BootstrapConfigFromEnvironment();
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->listen_fd, reserved->listen_fd);
+  close(reserved->listen_fd);
+  close(file);
+  close(unlistened);
+}
+
+// GetUniqueId with a UCCLZIP_HOST too long for the id's 128 bytes names the variable and the room.
+TEST_F(EnvironmentTest, TooLongAdvertisedHostIsNamed) {
+  const std::string host(83, 'h');
+  setenv("UCCLZIP_HOST", host.c_str(), 1);
+  absl::Status status = GetUniqueId().status();
+  unsetenv("UCCLZIP_HOST");
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(status.message().find("(UCCLZIP_HOST, 83 bytes) is too long for a unique id: at most 82 bytes"),
+            absl::string_view::npos)
+      << status;
+  setenv("UCCLZIP_HOST", std::string(82, 'h').c_str(), 1);
+  absl::StatusOr<UniqueId> id = GetUniqueId();
+  unsetenv("UCCLZIP_HOST");
+  ASSERT_TRUE(id.ok()) << id.status();
+  absl::StatusOr<BootstrapConfig> root = BootstrapConfigFromUniqueId(*id, 0, 1);  // takes back its socket
+  ASSERT_TRUE(root.ok()) << root.status();
+  EXPECT_EQ(root->host, std::string(82, 'h'));
+  close(root->listen_fd);
 }
 
 TEST_F(EnvironmentTest, MalformedUniqueIdsAreRejected) {

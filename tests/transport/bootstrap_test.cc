@@ -5,6 +5,7 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include <functional>
@@ -179,6 +180,30 @@ TEST(Bootstrap, BadConfigurationsAreRejectedUpFront) {
   EXPECT_NE(Bootstrap::Create(config).status().message().find("no port"), absl::string_view::npos);
   config.world_size = 0;
   EXPECT_EQ(Bootstrap::Create(config).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// An inherited descriptor that is no listening socket (a file, a socket never listened on) made
+// every accept fail at once, which the rendezvous reported as its timeout passing ("timed out
+// after 1m: rank 1 never arrived") the moment it started. The accept's own failure is the error.
+TEST(Bootstrap, InheritedDescriptorThatCannotAcceptIsNamed) {
+  for (const bool file : {true, false}) {
+    BootstrapConfig config;
+    config.world_size = 2;
+    config.rank = 0;
+    config.port = 1;
+    config.timeout = absl::Seconds(30);
+    config.listen_fd = file ? open("/dev/null", O_RDONLY | O_CLOEXEC) : socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ASSERT_GE(config.listen_fd, 0);
+    const absl::Time start = absl::Now();
+    const absl::Status status = Bootstrap::Create(config).status();
+    EXPECT_LT(absl::Now() - start, absl::Seconds(5)) << status;
+    EXPECT_FALSE(status.ok());
+    EXPECT_NE(status.code(), absl::StatusCode::kDeadlineExceeded) << status;
+    EXPECT_NE(status.message().find(absl::StrCat("inherited socket ", config.listen_fd)), absl::string_view::npos)
+        << status;
+    EXPECT_NE(status.message().find("accept"), absl::string_view::npos) << status;
+    EXPECT_EQ(fcntl(config.listen_fd, F_GETFD), -1);  // adopted, and closed on the failure
+  }
 }
 
 }  // namespace

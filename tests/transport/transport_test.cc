@@ -232,6 +232,28 @@ TEST_P(DirectPaths, EightRanksShiftAroundTheRing) {
 
 INSTANTIATE_TEST_SUITE_P(, DirectPaths, ::testing::Values(kTcp, kShm), PathName);
 
+// "mm" is UCX's older name of posix, sysv and xpmem. The transport did not know it for shared
+// memory and asked UCX for peer error handling, which shared memory cannot give: with
+// ucx_transports (or UCX_TLS) "mm" every endpoint was unreachable and creation failed.
+TEST(TransportAliases, MmNamesSharedMemory) {
+  auto outcomes = RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
+    auto communicator = CreateCommunicator(context, OptionsFor(Path{"mm", "mm", false}));
+    if (!communicator.ok()) return communicator.status();
+    transport::Transport& transport = TransportOf(**communicator);
+    std::vector<uint8_t> buffer(4096);
+    if (context.rank == 0) {
+      FillPattern(buffer.data(), buffer.size(), 7);
+      return transport.Send(1, buffer.data(), buffer.size(), MemoryType::kHost, OpTag{1, 0})
+          ->Wait(absl::Now() + absl::Seconds(20));
+    }
+    absl::Status received = transport.Recv(0, buffer.data(), buffer.size(), MemoryType::kHost, OpTag{1, 0})
+                                ->Wait(absl::Now() + absl::Seconds(20));
+    if (!received.ok()) return received;
+    return VerifyPattern(buffer.data(), buffer.size(), 7, "rank 1: message over mm");
+  });
+  ExpectRanksSucceeded(outcomes);
+}
+
 // A staging pool smaller than one block per direction (4 MB blocks, a 1 MB pool) is sized up to
 // that where staging happens, and does not matter where it does not: messages of several blocks
 // arrive on both paths instead of a refusal.
