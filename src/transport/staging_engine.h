@@ -30,6 +30,10 @@ class StagingEngine {
                                          CopyDirection direction) = 0;
   // True once the copy behind `ticket` is done; the ticket is then spent.
   virtual absl::StatusOr<bool> Poll(uint32_t ticket) = 0;
+  // Returns once no copy started here still reads or writes memory (its tickets stay unspent):
+  // before staging memory is freed, and before the buffers the copies touch go back to their
+  // owners. An engine whose copies are done when Start returns has nothing to wait for.
+  virtual void WaitForCopies() {}
 };
 
 // Copies with memcpy; every copy is done, and `copy_done_fd` signalled, when Start returns.

@@ -64,6 +64,12 @@ class CudaStagingEngine final : public StagingEngine {
   }
   void Free(void* memory) override { cudaFreeHost(memory); }
 
+  void WaitForCopies() override {
+    for (cudaStream_t stream : streams_) {
+      if (stream != nullptr) cudaStreamSynchronize(stream);
+    }
+  }
+
   absl::StatusOr<uint32_t> Start(void* destination, const void* source, size_t bytes, CopyDirection direction) override {
     if (free_events_.empty()) return absl::InternalError("staging: more copies in flight than staging blocks");
     // The progress thread's own choice of device: left at the default, the runtime would give

@@ -28,6 +28,11 @@ class StagingPath {
     return path;
   }
 
+  // A copy may still run where a drain ran out of time: its staging memory outlives it.
+  ~StagingPath() { engine_->WaitForCopies(); }
+  StagingPath(const StagingPath&) = delete;
+  StagingPath& operator=(const StagingPath&) = delete;
+
   StagingEngine& engine() { return *engine_; }
   StagingPool& send_pool() { return *send_pool_; }
   StagingPool& recv_pool() { return *recv_pool_; }

@@ -330,6 +330,15 @@ void Transport::Shutdown() {
   }
   Wake();
   if (progress_thread_.joinable()) progress_thread_.join();
+  // A drain that ran out of time may leave staging copies running, which read and write the
+  // callers' buffers: once this returns none does, and the pipeline may let go of the callers'
+  // streams (Engine::Stop) with only UCX, on pinned staging memory, still at work.
+  {
+    absl::MutexLock lock(&staging_mutex_);
+    for (StagingPath* path : {host_staging_.get(), device_staging_.get()}) {
+      if (path != nullptr) path->engine().WaitForCopies();
+    }
+  }
   UCCLZIP_LOG(kInfo) << "rank " << rank_ << ": the progress thread slept " << pending_sleeps_
                       << " times with operations pending, and found work at once after " << missed_wakeups_
                       << " sleeps that ran to their 1 ms timeout (events UCX did not signal)";

@@ -113,7 +113,9 @@ class Transport {
 
   // Fails what is still pending, closes every endpoint and stops the progress thread. The
   // endpoints are closed forcibly, which drops whatever UCX has not yet delivered: callers that
-  // want every completed send delivered first hold a barrier (the Communicator does).
+  // want every completed send delivered first hold a barrier (the Communicator does). On return
+  // no staging copy runs: UCX, on the pinned staging memory, may still hold buffers until the
+  // transport is destroyed (after a drain that ran out of time).
   void Shutdown();
 
  private:

@@ -11,9 +11,11 @@
 #include <unistd.h>
 
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "common/gpu_test.h"
+#include "transport/staging_path.h"
 
 namespace ucclzip::transport {
 namespace {
@@ -126,6 +128,52 @@ TEST(CudaStagingEngine, SignalsOncePerCopyAfterItsEvent) {
   engine->reset();
   cudaFree(device);
   EXPECT_EQ(wake.Take(), 0u) << "more signals than copies";
+}
+
+// Copies that finish only when the engine waits for them (WaitForCopies, or its destructor), as
+// a CUDA copy's stream finishes in CudaStagingEngine's; it records whether its staging
+// memory was freed with a copy into or out of it still running.
+class LateCopyEngine final : public StagingEngine {
+ public:
+  explicit LateCopyEngine(std::vector<std::string>* log) : log_(log) {}
+  ~LateCopyEngine() override { FinishCopies(); }
+  absl::StatusOr<void*> Allocate(size_t bytes) override { return memory_->Allocate(bytes); }
+  void Free(void* memory) override {
+    log_->push_back(in_flight_ > 0 ? "freed with a copy in flight" : "freed");
+    memory_->Free(memory);
+  }
+  absl::StatusOr<uint32_t> Start(void*, const void*, size_t, CopyDirection) override {
+    ++in_flight_;
+    return 0;
+  }
+  absl::StatusOr<bool> Poll(uint32_t) override { return in_flight_ == 0; }
+  void WaitForCopies() override { FinishCopies(); }
+
+ private:
+  void FinishCopies() {
+    if (in_flight_ > 0) log_->push_back("copies finished");
+    in_flight_ = 0;
+  }
+  std::vector<std::string>* log_;
+  const std::unique_ptr<StagingEngine> memory_ = MakeHostStagingEngine(-1);
+  int in_flight_ = 0;
+};
+
+// A transport destroyed after its drain ran out of time may still have a staging copy running
+// (a GPU that four processes time-slice, a wedged copy): the pinned memory it reads or writes
+// must outlive it. The path's pools freed their memory first, and the engine, declared before
+// them so that they could free through it, finished its copies only afterwards.
+TEST(StagingPath, FreesItsMemoryOnlyAfterTheCopiesInFlight) {
+  std::vector<std::string> log;
+  absl::StatusOr<std::unique_ptr<StagingPath>> path =
+      StagingPath::Create(std::make_unique<LateCopyEngine>(&log), 4096, 4 * 4096, /*device=*/-1);
+  ASSERT_TRUE(path.ok()) << path.status();
+  std::vector<uint8_t> user(4096);
+  uint8_t* staging = (*path)->send_pool().Acquire();
+  ASSERT_NE(staging, nullptr);
+  ASSERT_TRUE((*path)->engine().Start(staging, user.data(), user.size(), CopyDirection::kToStaging).ok());
+  path->reset();
+  EXPECT_EQ(log, (std::vector<std::string>{"copies finished", "freed", "freed"}));
 }
 
 }  // namespace
