@@ -19,6 +19,11 @@
 #                 need CU13_BUILD)
 #   ITERS         timed iterations (default 8; ITERS_16M for the 16 MB send/recv rows, default 30)
 #   CASE_TIMEOUT  seconds per case (default 150)
+#   AUTO_TLS      transports to run (default "tcp shm")
+#   AUTO_CASES    cases to run (default "gaussian random-bytes weightsync"): a row near auto's
+#                 break-even, which goes either way between runs, is rerun alone several times
+#                 (perftest runs only with a send/recv case)
+#   WEIGHTSYNC_ITERS  the weight sync's timed iterations (default 3)
 #   DIRECT_TLS_tcp, DIRECT_TLS_shm  UCX_TLS of the direct path (default: tcp or posix,sysv, plus
 #                 cuda_copy,cuda_ipc)
 #   AUTO_DECISIONS=1  logs at debug level and keeps auto's decisions (below): a diagnosis, not a
@@ -74,10 +79,12 @@ tagged() {
 run_path() {
   local path=$1 memory=host
   [[ $path == staged || $path == staged122 || $path == direct ]] && memory=device
-  for name in tcp shm; do
+  local cases=" ${AUTO_CASES:-gaussian random-bytes weightsync} "
+  for name in ${AUTO_TLS:-tcp shm}; do
     local t
     t=$(tls "$path" "$name")
     for size in 16777216 268435456; do
+      [[ $cases == *" gaussian "* || $cases == *" random-bytes "* ]] || break
       # The staged path's wire carries host memory, and its UCX takes no CUDA memory.
       PERFTEST_MEMORY=$([[ $path == direct ]] && echo cuda) \
         perftest "$path-$name-$size" "$t" tag_bw "$size" "${PERFTEST_ITERS:-200}" |
@@ -86,6 +93,7 @@ run_path() {
           >>"$summary"
     done
     for dist in gaussian:0.02 random-bytes; do
+      [[ $cases == *" ${dist%%:*} "* ]] || continue
       # Each size its own run: 16 MB takes more iterations for the same time, and needs them
       # (s27-3: rows where auto sent every block plain, as off does, measured 0.84-0.96 x off
       # over 8 iterations).
@@ -95,9 +103,10 @@ run_path() {
           -b "${size%%:*}" -e "${size%%:*}" --iters "${size#*:}" --warmup 3 --latency_iters 0
       done
     done
+    [[ $cases == *" weightsync "* ]] || continue
     tagged "\"path_name\":\"$path\",\"tls_name\":\"$name\"" "$OUT/auto-$path-$name-weightsync" -- \
       weightsync --ranks 2 --memory "$memory" --tls "$t" --compress off,on,auto --layers 2 --vocab 32000 \
-      --iters 3 --warmup 1
+      --iters "${WEIGHTSYNC_ITERS:-3}" --warmup 1
   done
 }
 
