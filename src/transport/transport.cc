@@ -331,8 +331,8 @@ void Transport::Shutdown() {
   Wake();
   if (progress_thread_.joinable()) progress_thread_.join();
   // A drain that ran out of time may leave staging copies running, which read and write the
-  // callers' buffers: once this returns none does, and the pipeline may let go of the callers'
-  // streams (Engine::Stop) with only UCX, on pinned staging memory, still at work.
+  // callers' buffers: once this returns none does, and only UCX, on pinned staging memory, may
+  // still be at work until the transport is destroyed.
   {
     absl::MutexLock lock(&staging_mutex_);
     for (StagingPath* path : {host_staging_.get(), device_staging_.get()}) {
