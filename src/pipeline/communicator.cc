@@ -140,7 +140,9 @@ Communicator::~Communicator() {
   // requests that complete only when their transport is destroyed, after its UCX worker: the
   // engine, whose tasks wait on them, stops without them (its thread joined with them pending
   // hung this destructor for ever), the transports go, completing them, and then the engine
-  // fails its callers' Operations of those tasks.
+  // fails its callers' Operations of those tasks. Stop lets go of the callers' streams those
+  // tasks held first: the transports' destruction frees pinned memory, which may wait for the
+  // device to idle, and a held stream kept it busy for ever.
   impl_->engine->Stop();
   impl_->lanes.reset();
   impl_->engine.reset();

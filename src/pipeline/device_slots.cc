@@ -107,6 +107,10 @@ DeviceSlot* DeviceSlotPool::TryAcquire() {
 
 void DeviceSlotPool::Release(DeviceSlot* slot) { free_.push_back(slot); }
 
+void DeviceSlotPool::WaitForIdle() const {
+  for (const auto& slot : slots_) cudaStreamSynchronize(slot->stream);
+}
+
 void DeviceSlotPool::ReleaseIdle(DeviceSlot** slot) {
   if (*slot == nullptr) return;
   cudaStreamSynchronize((*slot)->stream);

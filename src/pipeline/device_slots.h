@@ -66,6 +66,8 @@ class DeviceSlotPool {
   // Returns `*slot` (if any) once its stream is idle and clears it: a slot given up after a
   // failure may still have codec work queued.
   void ReleaseIdle(DeviceSlot** slot);
+  // Returns once no slot's stream has work queued (every slot, taken or free).
+  void WaitForIdle() const;
   // Whether every slot has a pinned host frame.
   bool host_frames() const { return extras_.host_frame; }
 

@@ -98,18 +98,43 @@ void Engine::Stop() {
     woken_.store(true, std::memory_order_release);
   }
   thread_.join();
+  LetGoOfStreams();
 }
 
-Engine::~Engine() {
-  Stop();
-  // The tasks the thread left (Stop) may have host codec jobs queued on their buffers: those run
-  // first. Then each fails its caller's Operation, which would otherwise wait for ever.
+void Engine::LetGoOfStreams() {
+  // The tasks the thread left may have host codec jobs queued on their buffers: those run first.
   host_jobs_.reset();
   {
     absl::MutexLock lock(&mutex_);
     for (auto& task : submitted_) active_.push_back(std::move(task));
     submitted_.clear();
   }
+  // What the tasks left queued on the GPU reads and writes the callers' buffers (an encode of
+  // the input, a decode or a local copy into the output) and the slots: it ends before a
+  // caller's stream goes on, and before the slots are freed. It waits only on the callers'
+  // positions recorded before their holds (input_ready, seen complete before any of it was
+  // queued), so it ends whatever the holds.
+  if (copy_stream_ != nullptr) cudaStreamSynchronize(copy_stream_);
+  for (const auto* pools : {&send_slots_, &recv_slots_}) {
+    for (const auto& pool : *pools) {
+      if (pool != nullptr) pool->WaitForIdle();
+    }
+  }
+  // Their Operations fail only in the destructor, once the transports are gone; their streams go
+  // on now (the transports' Shutdown ended their staging copies). Only UCX may still hold a
+  // buffer of theirs then: staging memory, or a host buffer that a receive from a live peer
+  // still lands in, which a stream released here might see written late; a stream held until
+  // then would hang the transports' destruction instead (their pinned memory's free may wait
+  // for the device to idle).
+  for (auto& task : active_) {
+    if (!task->spec().request->Test()) LetGoOfStream(*task);
+  }
+}
+
+Engine::~Engine() {
+  Stop();
+  // Each task that Stop left (LetGoOfStreams took the submitted ones in) fails its caller's
+  // Operation, which would otherwise wait for ever.
   for (auto& task : active_) {
     task->Fail(absl::CancelledError("the communicator was destroyed with the operation pending"));
     Report(*task);
@@ -440,11 +465,15 @@ void Engine::SpinForWake() const {
 
 void Engine::Report(OperationTask& task) {
   if (task.spec().request->Test()) return;
-  if (task.spec().done_flag) {
-    flags_->Signal(*task.spec().done_flag);
-    if (task.spec().held_streams != nullptr) task.spec().held_streams->Release(task.spec().stream);
-  }
+  LetGoOfStream(task);
   task.spec().request->Complete(task.status());
+}
+
+void Engine::LetGoOfStream(OperationTask& task) {
+  const std::optional<StreamFlags::Ticket> flag = task.take_done_flag();
+  if (!flag) return;
+  flags_->Signal(*flag);
+  if (task.spec().held_streams != nullptr) task.spec().held_streams->Release(task.spec().stream);
 }
 
 void Engine::Loop() {

@@ -66,7 +66,10 @@ class Engine {
   // if some are not: call it after the transports have shut down. A task left then waits on a
   // transport request that a drain which ran out of time left to the transport's destruction
   // (UCX may still hold its buffers until the worker is gone); the caller destroys the
-  // transports, which completes those requests, and then the engine.
+  // transports, which completes those requests, and then the engine. Before it returns, the
+  // pipeline's own GPU work is done and the callers' streams that those tasks held are let go
+  // (LetGoOfStreams): destroying the transports frees pinned memory, which may wait for the
+  // device to idle, and a held stream idles only once let go.
   void Stop();
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
@@ -96,6 +99,11 @@ class Engine {
   void Loop();
   // Completes the task's request and releases its stream, once.
   void Report(OperationTask& task);
+  // Raises the task's done flag and gives back its hold on the caller's stream, once.
+  void LetGoOfStream(OperationTask& task);
+  // After the pipeline thread: waits for the GPU work of the engine's own streams (the local
+  // copies', the slots') and the host codec jobs, then lets go of the streams of the tasks left.
+  void LetGoOfStreams();
   void Wake();
   // Busy-polls for a wake-up for up to wait_spin (pipeline thread, before it sleeps).
   void SpinForWake() const;

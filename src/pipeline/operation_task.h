@@ -117,6 +117,8 @@ class OperationTask {
   // same sequence of calls): names it in traces.
   void set_number(uint64_t number) { number_ = number; }
   void set_done_flag(StreamFlags::Ticket ticket) { spec_.done_flag = ticket; }
+  // The done flag, once: the caller's stream is let go of exactly once (Engine::LetGoOfStream).
+  std::optional<StreamFlags::Ticket> take_done_flag() { return std::exchange(spec_.done_flag, std::nullopt); }
 
   // Moves the task on; true if anything changed.
   bool Advance(TaskContext& context);

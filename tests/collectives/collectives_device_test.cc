@@ -4,7 +4,12 @@
 // other, which needs each peer's own device slots. Skipped without a GPU.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <cstring>
+#include <set>
+
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "collective_test_util.h"
 #include "gpu_test.h"
 #include "pipeline_test_util.h"
@@ -252,6 +257,101 @@ TEST(CollectivesDeviceGroups, SendsToPeersThatDependOnEachOtherDoNotDeadlock) {
     }
     for (void* p : {da, db, dgot, drelay}) cudaFree(p);
     return status;
+  }));
+}
+
+// --- Destruction with a caller's stream held -----------------------------------------------------
+
+// What a rank's StuckCopyEngine is told, and what it saw (one rank per process).
+struct HeldTeardown {
+  std::atomic<bool> stuck{false};  // copies started from now on never finish
+  std::atomic<cudaStream_t> held{nullptr};
+  std::atomic<bool> freed_while_held{false};
+};
+HeldTeardown& ThisRanksTeardown() {
+  static HeldTeardown teardown;
+  return teardown;
+}
+
+// Stages host memory by memcpy until HeldTeardown::stuck, after which a copy never finishes,
+// as a copy of a wedged GPU: its transport op outlives the drain, and the pipeline task sending
+// it outlives the engine's grace with its caller's stream held. Free, which the transport's
+// destruction calls, records whether that stream was still held then (let go of, it runs on
+// within moments).
+class StuckCopyEngine final : public transport::StagingEngine {
+ public:
+  absl::StatusOr<void*> Allocate(size_t bytes) override { return memory_->Allocate(bytes); }
+  void Free(void* memory) override {
+    HeldTeardown& teardown = ThisRanksTeardown();
+    if (cudaStream_t held = teardown.held.load(); held != nullptr) {
+      const absl::Time give_up = absl::Now() + absl::Seconds(2);
+      while (cudaStreamQuery(held) == cudaErrorNotReady && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(1));
+      if (cudaStreamQuery(held) == cudaErrorNotReady) teardown.freed_while_held.store(true);
+    }
+    memory_->Free(memory);
+  }
+  absl::StatusOr<uint32_t> Start(void* destination, const void* source, size_t bytes, transport::CopyDirection) override {
+    absl::MutexLock lock(&mutex_);
+    if (ThisRanksTeardown().stuck.load()) {
+      stuck_.insert(next_ticket_);
+    } else {
+      std::memcpy(destination, source, bytes);
+    }
+    return next_ticket_++;
+  }
+  absl::StatusOr<bool> Poll(uint32_t ticket) override {
+    absl::MutexLock lock(&mutex_);
+    return !stuck_.contains(ticket);
+  }
+
+ private:
+  const std::unique_ptr<transport::StagingEngine> memory_ = transport::MakeHostStagingEngine(-1);  // allocates only
+  absl::Mutex mutex_;
+  uint32_t next_ticket_ ABSL_GUARDED_BY(mutex_) = 0;
+  std::set<uint32_t> stuck_ ABSL_GUARDED_BY(mutex_);
+};
+
+// Rank 0 sends on a stream the pipeline holds, and the send never finishes (its staging copy is
+// stuck); both communicators are then destroyed. The task outlives the transports' drain and the
+// engine's grace, and its stream must be let go of before the transports are destroyed: their
+// pinned staging memory's free may wait for the device to idle, which a held stream never lets
+// it do (the destructor hung), or, where it does not wait, the stream stayed held past it. The
+// send then fails, and the stream runs on.
+TEST(CollectivesDeviceLifetime, AHeldStreamIsLetGoOfBeforeTheTransportsAreDestroyed) {
+  UCCLZIP_SKIP_WITHOUT_GPU();
+  transport::TransportOptions options = DeviceOptions("tcp");
+  options.ucx_transports = "tcp";  // staged device memory: the stream is held, not waited for in Send
+  options.stage_host_memory = true;
+  options.host_staging_engine = [](int) { return std::make_unique<StuckCopyEngine>(); };
+  options.op_timeout = absl::Seconds(3);
+  options.shutdown_timeout = absl::Seconds(1);
+  ExpectRanksSucceeded(RunRanks({.world_size = 2, .kill_after = absl::Seconds(60)}, [&](const RankContext& context) -> absl::Status {
+    if (cudaSetDevice(0) != cudaSuccess) return absl::InternalError("cudaSetDevice");
+    cudaStream_t stream;
+    if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) return absl::InternalError("stream");
+    auto comm = CreateCommunicator(context, options);
+    if (!comm.ok()) return comm.status();
+    if (context.rank == 1) return absl::OkStatus();
+    std::vector<uint8_t> data(size_t{1} << 20, 7);
+    HeldTeardown& teardown = ThisRanksTeardown();
+    teardown.stuck.store(true);
+    const Operation op = (*comm)->Send(data.data(), data.size(), DataType::kUint8, 1, stream);
+    teardown.held.store(stream);
+    // The hold is queued on the stream by Send (on a stream and staged: stream_order.h).
+    if (cudaStreamQuery(stream) != cudaErrorNotReady) {
+      return absl::InternalError("rank 0: the send's stream was not held, so the test shows nothing");
+    }
+    comm->reset();
+    if (teardown.freed_while_held.load()) {
+      return absl::InternalError("rank 0: the transports freed their staging memory with the caller's stream still held");
+    }
+    const absl::Status status = op.Wait(absl::Seconds(10));
+    if (status.ok() || !op.Test()) return absl::InternalError(absl::StrCat("rank 0: the stuck send ended with ", status.ToString()));
+    const absl::Time give_up = absl::Now() + absl::Seconds(10);
+    while (cudaStreamQuery(stream) == cudaErrorNotReady && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(1));
+    if (cudaStreamQuery(stream) != cudaSuccess) return absl::InternalError("rank 0: the stream stays held after the destruction");
+    cudaStreamDestroy(stream);
+    return absl::OkStatus();
   }));
 }
 
