@@ -167,7 +167,7 @@ absl::Status Engine::EnsureDevice(int device) {
   // which could then never happen.
   if (absl::Status s = lanes_.PrepareDeviceStaging(device); !s.ok()) return s;
   if (absl::Status s = PreloadReduceKernel(); !s.ok()) return s;
-  absl::StatusOr<std::unique_ptr<StreamFlags>> flags = StreamFlags::Create();
+  absl::StatusOr<StreamFlags*> flags = StreamFlags::ForDevice(device);
   if (!flags.ok()) return flags.status();
   const uint64_t block_bytes = std::max<uint64_t>(options_.pipeline_block_bytes, 1);
   const int world = lanes_.size();
@@ -195,7 +195,7 @@ absl::Status Engine::EnsureDevice(int device) {
       !s.ok()) {
     return s;
   }
-  flags_ = std::move(*flags);
+  flags_ = *flags;
   send_slots_ = std::move(send);
   recv_slots_ = std::move(recv);
   device_ = device;

@@ -125,7 +125,7 @@ class Engine {
   CommunicatorStats published_stats_ ABSL_GUARDED_BY(mutex_);
   // Device resources, created on the first device (or streamed) call, on its device.
   int device_ ABSL_GUARDED_BY(mutex_) = -1;
-  std::unique_ptr<StreamFlags> flags_;
+  StreamFlags* flags_ = nullptr;  // the device's, for the process's life (stream_flags.h)
   // Per peer (null for this rank): slots of one peer never wait for another's.
   std::vector<std::unique_ptr<DeviceSlotPool>> send_slots_;
   std::vector<std::unique_ptr<DeviceSlotPool>> recv_slots_;

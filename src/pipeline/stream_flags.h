@@ -8,6 +8,14 @@
 // Flags are reused round-robin with rising targets, and the wait is "at or above" (modulo
 // 2^32), so a waiter is released by any later value: safe unless 2^16 later waits were queued
 // while one operation stayed pending.
+//
+// The flags of a device live as long as the process, shared by its communicators: a caller's
+// stream reads its flag whenever it reaches the wait, which may be long after the communicator
+// that queued it is gone (the stream was still behind earlier work of its own when the
+// communicator was destroyed and let go of it); freed, the flag would be memory the GPU may no
+// longer read. They are host memory of ours, registered with CUDA (not CUDA's pinned
+// allocations), so that a cudaDeviceReset, which unregisters them with the device's streams and
+// their waits, leaves them to register again, never to another allocation at the same address.
 #pragma once
 
 #include <cudaTypedefs.h>
@@ -15,7 +23,6 @@
 
 #include <atomic>
 #include <cstdint>
-#include <memory>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -29,9 +36,10 @@ class StreamFlags {
     uint32_t target = 0;
   };
 
-  // Allocates the flags (pinned, mapped) once and finds the driver's wait operation.
-  static absl::StatusOr<std::unique_ptr<StreamFlags>> Create();
-  ~StreamFlags();
+  // The flags of CUDA device `device`, which must be the current device: made and registered on
+  // first use (registering page-locks memory, which may wait for the device to idle: call it
+  // before queueing waits of one's own), registered again after a cudaDeviceReset. Any thread.
+  static absl::StatusOr<StreamFlags*> ForDevice(int device);
   StreamFlags(const StreamFlags&) = delete;
   StreamFlags& operator=(const StreamFlags&) = delete;
 
@@ -42,11 +50,13 @@ class StreamFlags {
 
  private:
   static constexpr uint32_t kCount = 1u << 16;
-  StreamFlags(uint32_t* host, uint32_t* device, PFN_cuStreamWaitValue32_v8000 wait_value)
-      : host_(host), device_(device), wait_value_(wait_value) {}
-  uint32_t* host_;
-  uint32_t* device_;
-  PFN_cuStreamWaitValue32_v8000 wait_value_;  // from the driver, through the runtime
+  static constexpr size_t kBytes = kCount * sizeof(uint32_t);
+  StreamFlags(uint32_t* host, PFN_cuStreamWaitValue32_v8000 wait_value) : host_(host), wait_value_(wait_value) {}
+  // Registers the flags with the current device unless they are (first use, or after a reset).
+  absl::Status EnsureRegistered();
+  uint32_t* const host_;  // never freed
+  std::atomic<uint32_t*> device_{nullptr};  // the device's address of host_, once registered
+  const PFN_cuStreamWaitValue32_v8000 wait_value_;  // from the driver, through the runtime
   std::atomic<uint64_t> next_{0};
 };
 

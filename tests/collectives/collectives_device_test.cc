@@ -7,11 +7,13 @@
 #include <atomic>
 #include <cstring>
 #include <set>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "collective_test_util.h"
 #include "gpu_test.h"
+#include "pipeline/stream_flags.h"
 #include "pipeline_test_util.h"
 
 namespace ucclzip::testing {
@@ -351,6 +353,65 @@ TEST(CollectivesDeviceLifetime, AHeldStreamIsLetGoOfBeforeTheTransportsAreDestro
     while (cudaStreamQuery(stream) == cudaErrorNotReady && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(1));
     if (cudaStreamQuery(stream) != cudaSuccess) return absl::InternalError("rank 0: the stream stays held after the destruction");
     cudaStreamDestroy(stream);
+    return absl::OkStatus();
+  }));
+}
+
+// Rank 0 sends on a stream that the test holds first, with a flag of its own: the send waits for
+// the stream's earlier work, which does not end before the communicator is destroyed, so the
+// communicator goes with the send failed and the stream not yet at the pipeline's hold. The
+// test then lets the stream go: it reaches that hold and reads its flag, which must still be
+// mapped memory (raised by the destruction), and runs on without a fault. Flags freed with the
+// communicator would fault it where the free does not wait for the device; on an H100 the
+// destruction waited for the stream (RESULTS.md, s33-6), and there the test shows that nothing
+// hangs or faults.
+TEST(CollectivesDeviceLifetime, AStreamReachesItsHoldAfterTheCommunicatorIsGone) {
+  UCCLZIP_SKIP_WITHOUT_GPU();
+  transport::TransportOptions options = DeviceOptions("tcp");  // staged: the stream is held
+  options.op_timeout = absl::Seconds(3);
+  options.shutdown_timeout = absl::Seconds(1);
+  ExpectRanksSucceeded(RunRanks({.world_size = 2, .kill_after = absl::Seconds(60)}, [&](const RankContext& context) -> absl::Status {
+    if (cudaSetDevice(0) != cudaSuccess) return absl::InternalError("cudaSetDevice");
+    auto comm = CreateCommunicator(context, options);
+    if (!comm.ok()) return comm.status();
+    constexpr size_t kBytes = size_t{1} << 20;
+    void* data = nullptr;
+    if (cudaMalloc(&data, kBytes) != cudaSuccess) return absl::InternalError("cudaMalloc");
+    // A first exchange sets up the communicator's device resources: set up behind the test's
+    // hold, their kernel loads would wait for the device to idle, which it never would.
+    const Operation first = context.rank == 0 ? (*comm)->Send(data, kBytes, DataType::kUint8, 1, nullptr)
+                                              : (*comm)->Recv(data, kBytes, DataType::kUint8, 0, nullptr);
+    if (absl::Status s = first.Wait(absl::Seconds(30)); !s.ok()) return s;
+    if (cudaDeviceSynchronize() != cudaSuccess) return absl::InternalError("cudaDeviceSynchronize");
+    if (context.rank == 1) return absl::OkStatus();
+    cudaStream_t stream;
+    if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) return absl::InternalError("stream");
+    absl::StatusOr<pipeline::StreamFlags*> flags = pipeline::StreamFlags::ForDevice(0);
+    if (!flags.ok()) return flags.status();
+    absl::StatusOr<pipeline::StreamFlags::Ticket> gate = (*flags)->EnqueueWait(stream);
+    if (!gate.ok()) return gate.status();
+    const Operation op = (*comm)->Send(data, kBytes, DataType::kUint8, 1, stream);
+    // The gate opens once the communicator is gone, or after a while if its destruction waits for
+    // the device to idle (a platform whose cudaFreeHost synchronises): the stream then passes
+    // both holds before the free returns, and the test shows only that nothing hangs.
+    std::atomic<bool> destroyed{false};
+    std::thread opener([&] {
+      const absl::Time give_up = absl::Now() + absl::Seconds(5);
+      while (!destroyed.load() && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(1));
+      (*flags)->Signal(*gate);
+    });
+    comm->reset();
+    destroyed.store(true);
+    opener.join();
+    const absl::Status status = op.Wait(absl::Seconds(10));
+    const cudaError_t after = cudaStreamSynchronize(stream);
+    if (after != cudaSuccess) {
+      return absl::InternalError(absl::StrCat("rank 0: the stream failed at its hold after the communicator was gone: ",
+                                              cudaGetErrorName(after)));
+    }
+    if (status.ok()) return absl::InternalError("rank 0: a send whose input never became ready succeeded");
+    cudaStreamDestroy(stream);
+    cudaFree(data);
     return absl::OkStatus();
   }));
 }

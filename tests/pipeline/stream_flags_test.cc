@@ -68,7 +68,7 @@ absl::Status HoldThenRelease(StreamFlags& flags, cudaStream_t stream) {
 
 TEST(PipelineDeviceStreamFlags, HoldTheProgramsStreamUntilSignalled) {
   UCCLZIP_SKIP_WITHOUT_GPU();
-  absl::StatusOr<std::unique_ptr<StreamFlags>> flags = StreamFlags::Create();
+  absl::StatusOr<StreamFlags*> flags = StreamFlags::ForDevice(0);
   ASSERT_TRUE(flags.ok()) << flags.status();
   cudaStream_t stream = nullptr;
   ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
@@ -81,10 +81,31 @@ TEST(PipelineDeviceStreamFlags, HoldTheProgramsStreamUntilSignalled) {
 
 TEST(PipelineDeviceStreamFlags, HoldTheLegacyDefaultStreamUntilSignalled) {
   UCCLZIP_SKIP_WITHOUT_GPU();
-  absl::StatusOr<std::unique_ptr<StreamFlags>> flags = StreamFlags::Create();
+  absl::StatusOr<StreamFlags*> flags = StreamFlags::ForDevice(0);
   ASSERT_TRUE(flags.ok()) << flags.status();
   const absl::Status held = HoldThenRelease(**flags, nullptr);
   EXPECT_TRUE(held.ok()) << held;
+}
+
+// The flags outlive every communicator, and a cudaDeviceReset, which unregisters them, has them
+// registered again by the next communicator's ForDevice: the same flags hold and release a
+// stream of the new context. (ctest runs each test in a process of its own, so the reset
+// touches no other test.)
+TEST(PipelineDeviceStreamFlags, TheSameFlagsHoldAgainAfterADeviceReset) {
+  UCCLZIP_SKIP_WITHOUT_GPU();
+  absl::StatusOr<StreamFlags*> before = StreamFlags::ForDevice(0);
+  ASSERT_TRUE(before.ok()) << before.status();
+  const absl::Status first = HoldThenRelease(**before, nullptr);
+  ASSERT_TRUE(first.ok()) << first;
+  ASSERT_EQ(cudaDeviceReset(), cudaSuccess);
+  absl::StatusOr<StreamFlags*> after = StreamFlags::ForDevice(0);
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_EQ(*after, *before);
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  const absl::Status again = HoldThenRelease(**after, stream);
+  EXPECT_TRUE(again.ok()) << again;
+  cudaStreamDestroy(stream);
 }
 
 }  // namespace
