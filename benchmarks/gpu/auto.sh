@@ -24,6 +24,11 @@
 #                 break-even, which goes either way between runs, is rerun alone several times
 #                 (perftest runs only with a send/recv case)
 #   WEIGHTSYNC_ITERS  the weight sync's timed iterations (default 3)
+#   AUTO_WINDOW   messages the send/recv cases send back to back per acknowledgement
+#                 (`sendrecv --window`, default 1: one message per call). One message per call
+#                 on the direct path spreads p10 to p90 by 3-4 x (RESULTS.md, s33-3), which the
+#                 medians of modes sending the same bytes could not tell apart; a window of 8
+#                 streams messages as perftest does (s29-6: 90-92 % of perftest uncompressed)
 #   DIRECT_TLS_tcp, DIRECT_TLS_shm  UCX_TLS of the direct path (default: tcp or posix,sysv, plus
 #                 cuda_copy,cuda_ipc)
 #   AUTO_DECISIONS=1  logs at debug level and keeps auto's decisions (below): a diagnosis, not a
@@ -100,7 +105,7 @@ run_path() {
       for size in 16M:"$iters_16m" 256M:"$iters"; do
         tagged "\"path_name\":\"$path\",\"tls_name\":\"$name\"" "$OUT/auto-$path-$name-${dist%%:*}-${size%%:*}" -- \
           sendrecv --ranks 2 --memory "$memory" --tls "$t" --pattern oneway --compress off,on,auto --dist "$dist" \
-          -b "${size%%:*}" -e "${size%%:*}" --iters "${size#*:}" --warmup 3 --latency_iters 0
+          -b "${size%%:*}" -e "${size%%:*}" --iters "${size#*:}" --warmup 3 --latency_iters 0 --window "${AUTO_WINDOW:-1}"
       done
     done
     [[ $cases == *" weightsync "* ]] || continue
