@@ -13,18 +13,20 @@
 // CI runs one short round per world size (2 to 5) and transport (tcp, posix,sysv). For a longer
 // soak: UCCLZIP_SOAK_SEED=<first seed> UCCLZIP_SOAK_ROUNDS=<rounds> (round r uses seed + r); a
 // failure prints the seed that reproduces it with UCCLZIP_SOAK_ROUNDS=1, and
-// UCCLZIP_SOAK_FIRST_STEP / UCCLZIP_SOAK_LAST_STEP run only part of that plan, to narrow it down.
+// UCCLZIP_SOAK_FIRST_STEP / UCCLZIP_SOAK_LAST_STEP run only part of that plan, to narrow it down;
+// UCCLZIP_SOAK_STEPS sets the number of steps.
 #include <gtest/gtest.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <optional>
 #include <initializer_list>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "collective_test_util.h"
 #include "pipeline_test_util.h"
+#include "transport/message_tag.h"
 
 namespace ucclzip::testing {
 namespace {
@@ -112,6 +114,9 @@ enum class StepKind { kAlone, kGroup, kBackToBack };
 
 struct SoakStep {
   StepKind kind = StepKind::kAlone;
+  // A group posted inside a second GroupStart/GroupEnd, the inner GroupEnd after the first half
+  // of its calls: as in NCCL, only the outermost GroupEnd posts (communicator.h).
+  bool nested = false;
   bool grouped() const { return kind == StepKind::kGroup; }
   std::vector<SoakCall> calls;
   std::string Name() const {
@@ -120,13 +125,18 @@ struct SoakStep {
       const auto mode_digit = [](std::string* out, CompressionMode m) { absl::StrAppend(out, static_cast<int>(m)); };
       names.push_back(absl::StrCat(call.Name(), " modes by rank ", absl::StrJoin(call.modes, "", mode_digit)));
     }
-    const char* open = kind == StepKind::kGroup ? "group{" : kind == StepKind::kBackToBack ? "back-to-back{" : "";
+    const char* open = kind == StepKind::kGroup    ? (nested ? "nested-group{" : "group{")
+                       : kind == StepKind::kBackToBack ? "back-to-back{"
+                                                       : "";
     return absl::StrCat(open, absl::StrJoin(names, "; "), *open != '\0' ? "}" : "");
   }
 };
 
 struct SoakPlan {
   transport::TransportOptions options;
+  // Where every link's transport sequences start: near the 20-bit wrap (transport/message_tag.h)
+  // in some plans, so that their blocks take sequences on both sides of it.
+  uint32_t first_sequence = 0;
   std::vector<SoakStep> steps;
   std::string OptionsName() const {
     return absl::StrCat("pipeline_block_bytes ", options.pipeline_block_bytes, " min_pipeline_block_bytes ",
@@ -134,7 +144,7 @@ struct SoakPlan {
                         options.transport_lanes, " device_slots ", options.device_slots, " staged ",
                         options.stage_host_memory, " recursive_doubling_bytes ", options.recursive_doubling_bytes,
                         " tree_broadcast_bytes ", options.tree_broadcast_bytes, " min_compress_bytes ",
-                        options.min_compress_bytes);
+                        options.min_compress_bytes, " first_sequence ", first_sequence);
   }
 };
 
@@ -226,7 +236,10 @@ SoakPlan MakePlan(uint64_t seed, int world, const std::string& tls) {
   o.recursive_doubling_bytes = random.Pick<size_t>({0, 1 << 10, 256 << 10});
   o.tree_broadcast_bytes = random.Pick<size_t>({0, 2 << 10, 2 << 20});
   o.min_compress_bytes = random.OneIn(2) ? 0 : 2 << 10;
-  const uint64_t steps = 40 + random.Below(41);
+  // UCCLZIP_SOAK_STEPS makes a longer-lived communicator (kAuto's memory, sequences, pools);
+  // the plan's first steps stay the same.
+  plan.first_sequence = random.OneIn(3) ? transport::kMaxSequence - uint32_t(random.Below(400)) : 0;
+  const uint64_t steps = EnvOr("UCCLZIP_SOAK_STEPS", 40 + random.Below(41));
   for (uint64_t s = 0; s < steps; ++s) {
     SoakStep step;
     const uint64_t draw = random.Below(6);
@@ -235,6 +248,7 @@ SoakPlan MakePlan(uint64_t seed, int world, const std::string& tls) {
                            : step.kind == StepKind::kBackToBack ? 2 + random.Below(3)
                                                                 : 1;
     for (uint64_t i = 0; i < calls; ++i) step.calls.push_back(DrawCall(random, world, plan, step.grouped(), s * 8 + i));
+    step.nested = step.grouped() && random.OneIn(4);
     plan.steps.push_back(std::move(step));
   }
   return plan;
@@ -365,7 +379,16 @@ absl::Status RunStep(Communicator& comm, const SoakStep& step) {
   // Every call is posted before any is waited on (in a group, before GroupEnd posts them all).
   std::vector<std::vector<Operation>> operations(step.calls.size());
   if (step.grouped()) comm.GroupStart();
+  if (step.nested) comm.GroupStart();
   for (size_t i = 0; i < step.calls.size(); ++i) {
+    if (step.nested && i == step.calls.size() / 2) {
+      // The inner GroupEnd posts nothing: its Operation is done and OK at once.
+      const Operation inner = comm.GroupEnd();
+      if (!inner.Test() || !inner.Wait(absl::ZeroDuration()).ok()) {
+        comm.GroupEnd();
+        return absl::InternalError(absl::StrCat("rank ", rank, ": an inner GroupEnd's Operation is not done and OK"));
+      }
+    }
     if (buffers[i].posts) PostCall(comm, step.calls[i], buffers[i], operations[i]);
   }
   // The group's Operation fails where one of its calls was refused (docs/COLLECTIVES.md, "Errors").
@@ -416,13 +439,17 @@ TEST_P(CollectivesSoak, RandomStepsOfCollectivesAndPointToPointInAndOutOfGroups)
     const uint64_t seed = first_seed + round;
     // Each world size and transport draws its own plan from the same seed.
     const SoakPlan plan = MakePlan(seed * 1'000'003 + uint64_t(world) * 16 + uint64_t(transport), world, tls);
-    const std::string reproduce = absl::StrCat("UCCLZIP_SOAK_SEED=", seed, " UCCLZIP_SOAK_ROUNDS=1 (world ", world,
-                                               ", ", tls, "; ", plan.OptionsName(), ")");
+    const char* steps = std::getenv("UCCLZIP_SOAK_STEPS");
+    const std::string reproduce =
+        absl::StrCat("UCCLZIP_SOAK_SEED=", seed, " UCCLZIP_SOAK_ROUNDS=1", steps ? " UCCLZIP_SOAK_STEPS=" : "",
+                     steps ? steps : "", " (world ", world, ", ", tls, "; ", plan.OptionsName(), ")");
     SCOPED_TRACE(reproduce);
+    const absl::Time started = absl::Now();
     ExpectRanksSucceeded(RunRanks(
         {.world_size = world, .kill_after = absl::Seconds(300)}, [&](const RankContext& context) -> absl::Status {
           auto comm = CreateCommunicator(context, plan.options);
           if (!comm.ok()) return comm.status();
+          internal::CommunicatorAccess::StartSequencesAt(**comm, plan.first_sequence);
           for (size_t s = first_step; s < plan.steps.size() && s <= last_step; ++s) {
             if (absl::Status status = RunStep(**comm, plan.steps[s]); !status.ok()) {
               return absl::Status(status.code(), absl::StrCat(reproduce, ": step ", s, " ", plan.steps[s].Name(), ": ",
@@ -431,6 +458,13 @@ TEST_P(CollectivesSoak, RandomStepsOfCollectivesAndPointToPointInAndOutOfGroups)
           }
           return absl::OkStatus();
         }));
+    // A long soak prints each round's time: a round far slower than its neighbours hints at a
+    // stall that recovered.
+    if (rounds > 1) {
+      std::printf("soak seed %llu: %.2f s\n", static_cast<unsigned long long>(seed),
+                  absl::ToDoubleSeconds(absl::Now() - started));
+      std::fflush(stdout);
+    }
     if (::testing::Test::HasFailure()) return;  // the first failing seed is the one to reproduce
   }
 }
