@@ -14,9 +14,11 @@
 // soak: UCCLZIP_SOAK_SEED=<first seed> UCCLZIP_SOAK_ROUNDS=<rounds> (round r uses seed + r); a
 // failure prints the seed that reproduces it with UCCLZIP_SOAK_ROUNDS=1, and
 // UCCLZIP_SOAK_FIRST_STEP / UCCLZIP_SOAK_LAST_STEP run only part of that plan, to narrow it down;
-// UCCLZIP_SOAK_STEPS sets the number of steps.
+// UCCLZIP_SOAK_STEPS sets the number of steps, and UCCLZIP_SOAK_MAX_WORLD adds world sizes
+// above 5.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -236,9 +238,9 @@ SoakPlan MakePlan(uint64_t seed, int world, const std::string& tls) {
   o.recursive_doubling_bytes = random.Pick<size_t>({0, 1 << 10, 256 << 10});
   o.tree_broadcast_bytes = random.Pick<size_t>({0, 2 << 10, 2 << 20});
   o.min_compress_bytes = random.OneIn(2) ? 0 : 2 << 10;
+  plan.first_sequence = random.OneIn(3) ? transport::kMaxSequence - uint32_t(random.Below(400)) : 0;
   // UCCLZIP_SOAK_STEPS makes a longer-lived communicator (kAuto's memory, sequences, pools);
   // the plan's first steps stay the same.
-  plan.first_sequence = random.OneIn(3) ? transport::kMaxSequence - uint32_t(random.Below(400)) : 0;
   const uint64_t steps = EnvOr("UCCLZIP_SOAK_STEPS", 40 + random.Below(41));
   for (uint64_t s = 0; s < steps; ++s) {
     SoakStep step;
@@ -469,10 +471,13 @@ TEST_P(CollectivesSoak, RandomStepsOfCollectivesAndPointToPointInAndOutOfGroups)
   }
 }
 
+// World sizes 2 to 5; UCCLZIP_SOAK_MAX_WORLD raises the largest for a local soak (the ranks,
+// which re-run this binary, see the same variable and so the same tests).
 std::vector<SoakParam> SoakParams() {
   std::vector<SoakParam> params;
+  const int max_world = int(std::clamp<uint64_t>(EnvOr("UCCLZIP_SOAK_MAX_WORLD", 5), 2, 16));
   for (int transport = 0; transport < 2; ++transport) {
-    for (int world = 2; world <= 5; ++world) params.push_back({world, transport});
+    for (int world = 2; world <= max_world; ++world) params.push_back({world, transport});
   }
   return params;
 }
