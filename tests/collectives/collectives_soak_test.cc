@@ -454,8 +454,12 @@ TEST_P(CollectivesSoak, RandomStepsOfCollectivesAndPointToPointInAndOutOfGroups)
           internal::CommunicatorAccess::StartSequencesAt(**comm, plan.first_sequence);
           for (size_t s = first_step; s < plan.steps.size() && s <= last_step; ++s) {
             if (absl::Status status = RunStep(**comm, plan.steps[s]); !status.ok()) {
-              return absl::Status(status.code(), absl::StrCat(reproduce, ": step ", s, " ", plan.steps[s].Name(), ": ",
-                                                              status.message()));
+              status = absl::Status(status.code(), absl::StrCat(reproduce, ": step ", s, " ", plan.steps[s].Name(),
+                                                                ": ", status.message()));
+              // Printed at once too: calls still in flight may crash this rank on its way out.
+              std::fprintf(stderr, "%s\n", status.ToString().c_str());
+              std::fflush(stderr);
+              return status;
             }
           }
           return absl::OkStatus();
