@@ -126,9 +126,7 @@ void Engine::LetGoOfStreams() {
   // still lands in, which a stream released here might see written late; a stream held until
   // then would hang the transports' destruction instead (their pinned memory's free may wait
   // for the device to idle).
-  for (auto& task : active_) {
-    if (!task->spec().request->Test()) LetGoOfStream(*task);
-  }
+  for (auto& task : active_) LetGoOfStream(*task);
 }
 
 Engine::~Engine() {

@@ -1,5 +1,7 @@
 #include "pipeline/stream_flags.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <cstring>
 #include <map>
@@ -10,7 +12,11 @@
 
 namespace ucclzip::pipeline {
 namespace {
-constexpr size_t kPageBytes = 4096;  // what cudaHostRegister pins, whole pages
+// Whole pages: cudaHostRegister pins pages, which the flags then share with nothing else.
+size_t PageRounded(size_t bytes) {
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  return (bytes + page - 1) / page * page;
+}
 }  // namespace
 
 absl::StatusOr<StreamFlags*> StreamFlags::ForDevice(int device) {
@@ -22,12 +28,14 @@ absl::StatusOr<StreamFlags*> StreamFlags::ForDevice(int device) {
     // Stream memory operations came with CUDA 12 in every driver.
     absl::StatusOr<void*> wait_value = transport::FindDriverFunction("cuStreamWaitValue32", 12000);
     if (!wait_value.ok()) return wait_value.status();
-    void* host = std::aligned_alloc(kPageBytes, kBytes);
+    const size_t bytes = PageRounded(kCount * sizeof(uint32_t));
+    void* host = std::aligned_alloc(static_cast<size_t>(sysconf(_SC_PAGESIZE)), bytes);
     if (host == nullptr) {
-      return absl::ResourceExhaustedError(absl::StrCat("stream flags: ", kBytes, " bytes of host memory"));
+      return absl::ResourceExhaustedError(absl::StrCat("stream flags: ", bytes, " bytes of host memory"));
     }
-    std::memset(host, 0, kBytes);
-    flags = new StreamFlags(static_cast<uint32_t*>(host), reinterpret_cast<PFN_cuStreamWaitValue32_v8000>(*wait_value));
+    std::memset(host, 0, bytes);
+    flags = new StreamFlags(static_cast<uint32_t*>(host), bytes,
+                            reinterpret_cast<PFN_cuStreamWaitValue32_v8000>(*wait_value));
   }
   if (absl::Status s = flags->EnsureRegistered(); !s.ok()) return s;
   return flags;
@@ -41,20 +49,21 @@ absl::Status StreamFlags::EnsureRegistered() {
     cudaGetLastError();
     return absl::InternalError(absl::StrCat("the stream flags' memory: ", cudaGetErrorString(err)));
   }
-  if (attributes.type == cudaMemoryTypeHost && attributes.devicePointer != nullptr) {
-    device_.store(static_cast<uint32_t*>(attributes.devicePointer), std::memory_order_release);
-    return absl::OkStatus();
-  }
-  // Not registered: the first use, or a cudaDeviceReset since.
-  if (cudaError_t err = cudaHostRegister(host_, kBytes, cudaHostRegisterMapped); err != cudaSuccess) {
-    cudaGetLastError();
-    return absl::ResourceExhaustedError(absl::StrCat("registering ", kBytes, " bytes of stream flags with CUDA: ",
-                                                     cudaGetErrorString(err)));
+  const bool register_now = attributes.type != cudaMemoryTypeHost;  // first use, or a cudaDeviceReset since
+  // Portable: mapped in every context of the process, not only the current one, whose streams
+  // the callers' may not be.
+  if (register_now) {
+    if (cudaError_t err = cudaHostRegister(host_, bytes_, cudaHostRegisterMapped | cudaHostRegisterPortable);
+        err != cudaSuccess) {
+      cudaGetLastError();
+      return absl::ResourceExhaustedError(
+          absl::StrCat("registering ", bytes_, " bytes of stream flags with CUDA: ", cudaGetErrorString(err)));
+    }
   }
   void* device = nullptr;
   if (cudaError_t err = cudaHostGetDevicePointer(&device, host_, 0); err != cudaSuccess) {
     cudaGetLastError();
-    cudaHostUnregister(host_);
+    if (register_now) cudaHostUnregister(host_);
     return absl::InternalError(absl::StrCat("device address of the stream flags: ", cudaGetErrorString(err)));
   }
   device_.store(static_cast<uint32_t*>(device), std::memory_order_release);
@@ -62,23 +71,20 @@ absl::Status StreamFlags::EnsureRegistered() {
 }
 
 absl::StatusOr<StreamFlags::Ticket> StreamFlags::EnqueueWait(cudaStream_t stream) {
-  const uint64_t n = next_.fetch_add(1);
-  Ticket ticket{static_cast<uint32_t>(n % kCount), static_cast<uint32_t>(n / kCount + 1)};
-  uint32_t* const flag = device_.load(std::memory_order_acquire) + ticket.index;
+  const std::optional<Ticket> ticket = tickets_.Take();
+  if (!ticket) {
+    return absl::ResourceExhaustedError(absl::StrCat("all ", kCount, " stream flags of the device have a wait pending ",
+                                                     "(operations on streams not yet done, across the process)"));
+  }
+  uint32_t* const flag = device_.load(std::memory_order_acquire) + ticket->index;
   const CUresult result =
-      wait_value_(stream, reinterpret_cast<CUdeviceptr>(flag), ticket.target, CU_STREAM_WAIT_VALUE_GEQ);
+      wait_value_(stream, reinterpret_cast<CUdeviceptr>(flag), ticket->target, CU_STREAM_WAIT_VALUE_GEQ);
   if (result != CUDA_SUCCESS) {
+    Signal(*ticket);  // no waiter: the flag is free for the next
     return absl::InternalError(absl::StrCat("queueing the stream wait (cuStreamWaitValue32): CUresult ",
                                             static_cast<int>(result)));
   }
-  return ticket;
-}
-
-void StreamFlags::Signal(Ticket ticket) {
-  std::atomic_ref<uint32_t> flag(host_[ticket.index]);
-  uint32_t seen = flag.load(std::memory_order_relaxed);
-  while (seen < ticket.target && !flag.compare_exchange_weak(seen, ticket.target, std::memory_order_release)) {
-  }
+  return *ticket;
 }
 
 }  // namespace ucclzip::pipeline

@@ -5,9 +5,9 @@
 // no SM and keeps no kernel resident, which matters when several processes share one GPU: the
 // GPU time-slices between their contexts, and a context with a spinning kernel keeps its slice.
 //
-// Flags are reused round-robin with rising targets, and the wait is "at or above" (modulo
-// 2^32), so a waiter is released by any later value: safe unless 2^16 later waits were queued
-// while one operation stayed pending.
+// Flags are reused in turn with rising targets, and the wait is "at or above" (modulo 2^32), so
+// a waiter is released by any later value: a flag is given out again only once its last waiter
+// was released (flag_tickets.h), and with 2^16 waits pending on a device the next call fails.
 //
 // The flags of a device live as long as the process, shared by its communicators: a caller's
 // stream reads its flag whenever it reaches the wait, which may be long after the communicator
@@ -26,15 +26,13 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "pipeline/flag_tickets.h"
 
 namespace ucclzip::pipeline {
 
 class StreamFlags {
  public:
-  struct Ticket {
-    uint32_t index = 0;
-    uint32_t target = 0;
-  };
+  using Ticket = FlagTicket;
 
   // The flags of CUDA device `device`, which must be the current device: made and registered on
   // first use (registering page-locks memory, which may wait for the device to idle: call it
@@ -46,18 +44,19 @@ class StreamFlags {
   // Queues on `stream` a wait for the returned ticket. Any thread.
   absl::StatusOr<Ticket> EnqueueWait(cudaStream_t stream);
   // Releases the ticket's waiter. Any thread.
-  void Signal(Ticket ticket);
+  void Signal(Ticket ticket) { tickets_.Signal(ticket); }
 
  private:
   static constexpr uint32_t kCount = 1u << 16;
-  static constexpr size_t kBytes = kCount * sizeof(uint32_t);
-  StreamFlags(uint32_t* host, PFN_cuStreamWaitValue32_v8000 wait_value) : host_(host), wait_value_(wait_value) {}
+  StreamFlags(uint32_t* host, size_t bytes, PFN_cuStreamWaitValue32_v8000 wait_value)
+      : host_(host), bytes_(bytes), wait_value_(wait_value), tickets_(host, kCount) {}
   // Registers the flags with the current device unless they are (first use, or after a reset).
   absl::Status EnsureRegistered();
   uint32_t* const host_;  // never freed
+  const size_t bytes_;    // whole pages
   std::atomic<uint32_t*> device_{nullptr};  // the device's address of host_, once registered
   const PFN_cuStreamWaitValue32_v8000 wait_value_;  // from the driver, through the runtime
-  std::atomic<uint64_t> next_{0};
+  FlagTickets tickets_;
 };
 
 }  // namespace ucclzip::pipeline
