@@ -1,6 +1,7 @@
 #include "pipeline/compression_policy.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <string>
 
@@ -52,10 +53,17 @@ bool CompressionPolicy::ShouldCompress(CompressionMode mode, DataType dtype, uin
   path.near_tie = !pays && NearTie(gain);
   const uint32_t longest = pays || NearTie(gain) ? kMaxPlainProbe : kMaxCompressedProbe;
   path.probe_interval = std::min(path.probe_interval, longest);
-  if (++path.since_probe < path.probe_interval) return pays;
+  const uint32_t interval = pays ? path.probe_interval : std::max(path.probe_interval, AffordableProbeInterval(gain));
+  if (++path.since_probe < interval) return pays;
   path.since_probe = 0;
   path.probe_interval = std::min(2 * path.probe_interval, longest);
   return !pays;
+}
+
+uint32_t CompressionPolicy::AffordableProbeInterval(std::optional<double> gain) {
+  if (!gain || *gain >= 1) return 0;
+  const double blocks = (1 / *gain - 1) / kProbeCostShare;
+  return blocks >= kMaxAffordableProbe ? kMaxAffordableProbe : static_cast<uint32_t>(std::ceil(blocks));
 }
 
 std::optional<double> CompressionPolicy::ExpectedGain(int peer, transport::MemoryType memory) const {
