@@ -53,7 +53,8 @@ bool CompressionPolicy::ShouldCompress(CompressionMode mode, DataType dtype, uin
   path.near_tie = !pays && NearTie(gain);
   const uint32_t longest = pays || NearTie(gain) ? kMaxPlainProbe : kMaxCompressedProbe;
   path.probe_interval = std::min(path.probe_interval, longest);
-  const uint32_t interval = pays ? path.probe_interval : std::max(path.probe_interval, AffordableProbeInterval(gain));
+  const uint32_t interval =
+      pays || path.near_tie ? path.probe_interval : std::max(path.probe_interval, AffordableProbeInterval(gain));
   if (++path.since_probe < interval) return pays;
   path.since_probe = 0;
   path.probe_interval = std::min(2 * path.probe_interval, longest);

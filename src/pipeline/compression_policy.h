@@ -49,12 +49,17 @@ class CompressionPolicy {
   static constexpr uint32_t kFirstCompressedProbe = 256;
   static constexpr uint32_t kMaxCompressedProbe = 8192;
   static constexpr double kNearTie = 1.25;
-  // A compressed probe while not compressing costs about (1 / gain - 1) plain blocks' time more
-  // than the plain block it replaces. Where the codec is far slower than the link (GPU-direct:
-  // frames 12 times slower than plain blocks, H100 run s34-2) the schedule above spent 4-5 % of
-  // a run of 16 MB messages on probes, so such probes come no oftener than keeps their extra
-  // time within kProbeCostShare of the plain time between them, even beyond kMaxCompressedProbe.
-  static constexpr double kProbeCostShare = 0.01;
+  // Outside a near tie, a compressed probe while not compressing costs about (1 / gain - 1)
+  // plain blocks' time more than the plain block it replaces, by the rates. Where the codec is far slower than the link
+  // (GPU-direct: frames 12 times slower than plain blocks, H100 run s34-2) the schedule above
+  // spent 4-6 % of a run of 16 MB messages on probes, so such probes come no oftener than keeps
+  // that extra time within kProbeCostShare of the plain time between them, even beyond
+  // kMaxCompressedProbe. There a probe may cost several times the rates' figure: its encode
+  // and decode hold the message they belong to, a latency the rates do not see (run s34-3 at
+  // 1 %: five probes among 800 messages of 256 MB, and auto's mean 15 us a message above off's,
+  // up to 2.4 ms a probe against 0.6 ms by the rates; without probes the means differed by up
+  // to 6 us), hence a quarter of the 1 % that is meant.
+  static constexpr double kProbeCostShare = 0.0025;
   static constexpr uint32_t kMaxAffordableProbe = 1 << 20;
 
   explicit CompressionPolicy(size_t min_compress_bytes) : min_compress_bytes_(min_compress_bytes) {}
