@@ -81,9 +81,11 @@ TEST(PlainRun, CoversExactlyTheBlocksThatGoPlainlyAndEndsBeforeAutosProbe) {
   CompressionPolicy by_block(4096), by_run(4096);
   SettleOnPlain(by_block);
   SettleOnPlain(by_run);
-  // Block by block: the compressed probes' places among 3000 blocks.
+  // Block by block: the compressed probes' places among kBlocks blocks (frames 5 times as slow
+  // as plain blocks: a probe every 1 600 blocks or more, CompressionPolicy::kProbeCostShare).
+  constexpr uint32_t kBlocks = 5000;
   std::vector<uint32_t> probes;
-  for (uint32_t b = 0; b < 3000; ++b) {
+  for (uint32_t b = 0; b < kBlocks; ++b) {
     if (Decide(by_block)) probes.push_back(b);
   }
   ASSERT_GE(probes.size(), 2u);
@@ -95,8 +97,8 @@ TEST(PlainRun, CoversExactlyTheBlocksThatGoPlainlyAndEndsBeforeAutosProbe) {
     want.push_back(0);
     from = probe + 1;
   }
-  if (from < 3000) want.push_back(3000 - from);
-  EXPECT_EQ(Runs(by_run, 3000), want);
+  if (from < kBlocks) want.push_back(kBlocks - from);
+  EXPECT_EQ(Runs(by_run, kBlocks), want);
   // Both policies were asked once per block: they go on deciding alike.
   for (int b = 0; b < 5000; ++b) ASSERT_EQ(Decide(by_block), Decide(by_run)) << b;
 }
