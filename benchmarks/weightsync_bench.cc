@@ -257,10 +257,10 @@ absl::Status RunRank() {
     const double ratio = wire[m] > 0 ? payload[m] / wire[m] : 1;
     if (absl::GetFlag(FLAGS_json)) {
       std::printf("{\"bench\":\"weightsync\",\"tensors\":%zu,\"bytes\":%llu,\"type\":\"%s\",\"receivers\":%d,\"fanout\":\"%s\","
-                  "\"memory\":\"%s\",\"tls\":\"%s\",\"compress\":\"%s\",\"time_s\":%.4f,\"vs_first\":%.4f,"
+                  "\"memory\":\"%s\",\"tls\":\"%s\",\"compress\":\"%s\",\"time_s\":%.4f,\"mean_s\":%.4f,\"vs_first\":%.4f,"
                   "\"first\":\"%s\",\"ratio\":%.4f,\"wrong\":%llu}\n",
                   model->size(), static_cast<unsigned long long>(total_bytes), DataTypeName(*dtype), comm.size() - 1, fanout.c_str(),
-                  device ? "device" : "host", tls, CompressionName(m), median, first / median,
+                  device ? "device" : "host", tls, CompressionName(m), median, Mean(times[m]), first / median,
                   CompressionName(modes[0]), ratio, static_cast<unsigned long long>(wrong[m]));
     } else {
       std::printf("  %8s %10.3f %9.3fx %8.3f %8llu\n", CompressionName(m), median, first / median, ratio,

@@ -62,9 +62,9 @@ bool CompressionPolicy::ShouldCompress(CompressionMode mode, DataType dtype, uin
 }
 
 uint32_t CompressionPolicy::AffordableProbeInterval(std::optional<double> gain) {
-  if (!gain || *gain >= 1) return 0;
+  if (!gain || !(*gain < 1)) return 0;  // a NaN too
   const double blocks = (1 / *gain - 1) / kProbeCostShare;
-  return blocks >= kMaxAffordableProbe ? kMaxAffordableProbe : static_cast<uint32_t>(std::ceil(blocks));
+  return blocks < kMaxAffordableProbe ? static_cast<uint32_t>(std::ceil(blocks)) : kMaxAffordableProbe;
 }
 
 std::optional<double> CompressionPolicy::ExpectedGain(int peer, transport::MemoryType memory) const {

@@ -50,17 +50,23 @@ class CompressionPolicy {
   static constexpr uint32_t kMaxCompressedProbe = 8192;
   static constexpr double kNearTie = 1.25;
   // Outside a near tie, a compressed probe while not compressing costs about (1 / gain - 1)
-  // plain blocks' time more than the plain block it replaces, by the rates. Where the codec is far slower than the link
-  // (GPU-direct: frames 12 times slower than plain blocks, H100 run s34-2) the schedule above
-  // spent 4-6 % of a run of 16 MB messages on probes, so such probes come no oftener than keeps
-  // that extra time within kProbeCostShare of the plain time between them, even beyond
-  // kMaxCompressedProbe. There a probe may cost several times the rates' figure: its encode
-  // and decode hold the message they belong to, a latency the rates do not see (run s34-3 at
-  // 1 %: five probes among 800 messages of 256 MB, and auto's mean 15 us a message above off's,
-  // up to 2.4 ms a probe against 0.6 ms by the rates; without probes the means differed by up
-  // to 6 us), hence a quarter of the 1 % that is meant.
+  // plain blocks' time more than the plain block it replaces, by the rates. Where the codec is
+  // far slower than the link (GPU-direct: frames 12 times slower than plain blocks, H100 run
+  // s34-2) the schedule above spent 4-6 % of a run of 16 MB messages on probes, so such probes
+  // come at least ceil((1 / gain - 1) / kProbeCostShare) blocks apart, even beyond
+  // kMaxCompressedProbe: their extra time is then at most kProbeCostShare of the plain time
+  // between them. There a probe may cost several times the rates' figure: its encode and
+  // decode hold the message they belong to, a latency the rates do not see (run s34-3 at 1 %:
+  // five probes among 800 messages of 256 MB, and auto's mean 15 us a message above off's, up
+  // to 2.4 ms a probe against 0.6 ms by the rates; without probes the means differed by up to
+  // 6 us), hence a quarter of the 1 % that is meant (one run's evidence).
   static constexpr double kProbeCostShare = 0.0025;
-  static constexpr uint32_t kMaxAffordableProbe = 1 << 20;
+  // Only probes show a codec that got faster, each moving the compressed estimate by the
+  // average's weight (0.3); as it improves the price falls, so auto notices no later than the
+  // schedule alone would. No real path needs more than this cap (8 x kMaxCompressedProbe:
+  // frames 165 times slower than plain blocks); it bounds how long one bad first sample of the
+  // compressed rate (an average's first is not bounded by an earlier one) keeps auto plain.
+  static constexpr uint32_t kMaxAffordableProbe = 1 << 16;
 
   explicit CompressionPolicy(size_t min_compress_bytes) : min_compress_bytes_(min_compress_bytes) {}
 
