@@ -62,10 +62,12 @@ class CompressionPolicy {
   // 6 us), hence a quarter of the 1 % that is meant (one run's evidence).
   static constexpr double kProbeCostShare = 0.0025;
   // Only probes show a codec that got faster, each moving the compressed estimate by the
-  // average's weight (0.3); as it improves the price falls, so auto notices no later than the
-  // schedule alone would. No real path needs more than this cap (8 x kMaxCompressedProbe:
-  // frames 165 times slower than plain blocks); it bounds how long one bad first sample of the
-  // compressed rate (an average's first is not bounded by an earlier one) keeps auto plain.
+  // average's weight (0.3); as it improves the price falls and the schedule sets the pace
+  // again (frames 12.5 times slower, then twice as fast: noticed as soon as the schedule alone
+  // would have, after nine probes). No real path needs more than this cap (8 x
+  // kMaxCompressedProbe: frames 165 times slower than plain blocks); it bounds how long one bad
+  // first sample of the compressed rate (an average's first is not bounded by an earlier one)
+  // keeps auto plain.
   static constexpr uint32_t kMaxAffordableProbe = 1 << 16;
 
   explicit CompressionPolicy(size_t min_compress_bytes) : min_compress_bytes_(min_compress_bytes) {}
