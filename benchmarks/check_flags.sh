@@ -40,6 +40,9 @@ expect 2 "weightsync does not read -d, -n" -- weightsync --ranks 2 -d fp16 -n 2
 expect 2 "sendrecv does not read -c, -o" -- sendrecv --ranks 2 -c 0 -o max
 expect 2 "allreduce does not read --pattern, --layers" -- allreduce --ranks 2 --pattern=oneway --layers 3
 expect 2 "codec does not read --ranks" -- codec --ranks 2
+expect 2 "allreduce does not read --stream" -- allreduce --ranks 2 --stream nonblocking
+expect 1 "--stream nonblocking: only with --memory device" -- sendrecv --ranks 2 --memory host --stream nonblocking
+expect 1 "--stream bogus: must be legacy or nonblocking" -- sendrecv --ranks 2 --stream bogus
 # Flags the subcommand reads, in every spelling, still run: -f 1 is one size.
 expect 0 "1024 " -- allreduce --ranks 2 -b 1K -e 64K -f 1 -n 1 -w 0 --warmup_ms 0 -c 0 --nojson --in_place
 ((failures == 0)) || { echo "$failures case(s) failed"; exit 1; }

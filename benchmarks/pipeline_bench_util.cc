@@ -103,6 +103,22 @@ const char* CompressionName(CompressionMode mode) {
   return "?";
 }
 
+absl::StatusOr<std::unique_ptr<BenchStream>> BenchStream::Create(const std::string& name, bool device) {
+  auto stream = std::make_unique<BenchStream>();
+  if (name == "legacy") return stream;
+  if (name != "nonblocking") return absl::InvalidArgumentError(absl::StrCat("--stream ", name, ": must be legacy or nonblocking"));
+  if (!device) return absl::InvalidArgumentError("--stream nonblocking: only with --memory device");
+  if (const cudaError_t err = cudaStreamCreateWithFlags(&stream->stream_, cudaStreamNonBlocking); err != cudaSuccess) {
+    cudaGetLastError();
+    return absl::InternalError(absl::StrCat("creating a CUDA stream: ", cudaGetErrorString(err)));
+  }
+  return stream;
+}
+
+BenchStream::~BenchStream() {
+  if (stream_ != nullptr) cudaStreamDestroy(stream_);
+}
+
 absl::StatusOr<std::unique_ptr<TensorBuffer>> TensorBuffer::Create(const std::vector<uint8_t>& contents, bool device) {
   auto buffer = std::make_unique<TensorBuffer>();
   buffer->host_ = contents;
@@ -134,7 +150,11 @@ absl::Status DeviceBufferStatus(cudaError_t err, absl::string_view what, size_t 
 
 absl::Status TensorBuffer::Clear() {
   constexpr uint8_t kPattern = 0xA5;
-  if (device_ != nullptr) return DeviceBufferStatus(cudaMemset(device_, kPattern, host_.size()), "clearing", host_.size());
+  if (device_ != nullptr) {
+    cudaError_t err = cudaMemset(device_, kPattern, host_.size());
+    if (err == cudaSuccess) err = cudaStreamSynchronize(cudaStreamLegacy);
+    return DeviceBufferStatus(err, "clearing", host_.size());
+  }
   std::fill(host_.begin(), host_.end(), kPattern);
   return absl::OkStatus();
 }

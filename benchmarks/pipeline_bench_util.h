@@ -54,13 +54,27 @@ absl::Status WarmUp(Communicator& comm, absl::Duration at_least, absl::FunctionR
 // does, so that no script takes the figures of a run that delivered wrong data.
 absl::Status CheckedElements(uint64_t wrong);
 
+// The CUDA stream of a benchmark's device calls: the legacy default stream (null), or a stream
+// of its own, created cudaStreamNonBlocking and destroyed with it.
+class BenchStream {
+ public:
+  // `name`: legacy, or nonblocking (device memory only).
+  static absl::StatusOr<std::unique_ptr<BenchStream>> Create(const std::string& name, bool device);
+  ~BenchStream();
+  cudaStream_t get() const { return stream_; }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
 // Bytes in host or device memory (device when `device`), copied from `contents`.
 class TensorBuffer {
  public:
   static absl::StatusOr<std::unique_ptr<TensorBuffer>> Create(const std::vector<uint8_t>& contents, bool device);
   ~TensorBuffer();
   void* data() { return device_ != nullptr ? device_ : host_.data(); }
-  // Overwrites the contents (before a checked receive, so that bytes it misses count as wrong).
+  // Overwrites the contents (before a checked receive, so that bytes it misses count as wrong),
+  // done when it returns: a receive on a stream of the benchmark's own would not wait for it.
   absl::Status Clear();
   // Writes `contents` at byte `offset` (an in-place call's input, before each call).
   absl::Status Write(const std::vector<uint8_t>& contents, uint64_t offset);

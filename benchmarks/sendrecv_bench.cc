@@ -43,6 +43,9 @@ ABSL_FLAG(int, window, 1, "oneway: messages sent back to back (one group) per ac
 ABSL_FLAG(int, latency_iters, 2000, "round trips for the 8-byte latency (0 skips it)");
 ABSL_FLAG(ucclzip::bench::ByteSize, block_bytes, ucclzip::bench::ByteSize{0},
           "transport block size (K/M/G); 0 keeps the communicator's default");
+ABSL_FLAG(std::string, stream, "legacy",
+          "device memory: the CUDA stream of the calls: legacy (the legacy default stream) | nonblocking (a "
+          "stream of the benchmark's, created cudaStreamNonBlocking); every exchange waits for its Operations");
 
 namespace ucclzip::bench {
 namespace {
@@ -76,7 +79,7 @@ Peers PeersOf(Pattern pattern, int rank, int size) {
 
 // One message of the pattern in `mode` (oneway: one per buffer of `ins`, then the acknowledgement).
 absl::Status Exchange(Communicator& comm, Pattern pattern, const void* out, const std::vector<void*>& ins,
-                      uint64_t count, DataType dtype, CompressionMode mode) {
+                      uint64_t count, DataType dtype, CompressionMode mode, cudaStream_t stream) {
   const SendOptions send_options{.compression = mode};
   const int rank = comm.rank();
   if (pattern != Pattern::kOneway) {
@@ -85,21 +88,21 @@ absl::Status Exchange(Communicator& comm, Pattern pattern, const void* out, cons
     // the ring.
     const Peers peers = PeersOf(pattern, rank, comm.size());
     comm.GroupStart();
-    if (peers.from >= 0) comm.Recv(ins[0], count, dtype, peers.from, nullptr);
-    if (peers.to >= 0) comm.Send(out, count, dtype, peers.to, nullptr, send_options);
+    if (peers.from >= 0) comm.Recv(ins[0], count, dtype, peers.from, stream);
+    if (peers.to >= 0) comm.Send(out, count, dtype, peers.to, stream, send_options);
     return comm.GroupEnd().Wait(kWait);
   }
   uint8_t ack = 1;
   if (rank == 0) {
     Operation back = comm.Recv(&ack, 1, DataType::kUint8, 1, nullptr);
     comm.GroupStart();
-    for (size_t k = 0; k < ins.size(); ++k) comm.Send(out, count, dtype, 1, nullptr, send_options);
+    for (size_t k = 0; k < ins.size(); ++k) comm.Send(out, count, dtype, 1, stream, send_options);
     absl::Status status = comm.GroupEnd().Wait(kWait);
     status.Update(back.Wait(kWait));
     return status;
   }
   comm.GroupStart();
-  for (void* in : ins) comm.Recv(in, count, dtype, 0, nullptr);
+  for (void* in : ins) comm.Recv(in, count, dtype, 0, stream);
   absl::Status status = comm.GroupEnd().Wait(kWait);
   if (status.ok()) status = comm.Send(&ack, 1, DataType::kUint8, 0, nullptr).Wait(kWait);
   return status;
@@ -134,7 +137,7 @@ struct RankTotals {
 
 absl::StatusOr<std::vector<ModeResult>> MeasureSize(Communicator& comm, Pattern pattern, uint64_t bytes, DataType dtype,
                                                     const testing::Distribution& dist, bool device,
-                                                    const std::vector<CompressionMode>& modes) {
+                                                    const std::vector<CompressionMode>& modes, cudaStream_t stream) {
   const int rank = comm.rank(), size = comm.size();
   const bool oneway = pattern == Pattern::kOneway;
   const uint64_t count = bytes / ElementSize(dtype);
@@ -163,7 +166,9 @@ absl::StatusOr<std::vector<ModeResult>> MeasureSize(Communicator& comm, Pattern 
   if (absl::Status s = Barrier(comm); !s.ok()) return s;
   absl::Status warm = WarmUp(comm, WarmupDuration(), [&]() -> absl::Status {
     for (size_t m = 0; m < modes.size() && active; ++m) {
-      if (absl::Status s = Exchange(comm, pattern, (*out)->data(), ins, count, dtype, modes[m]); !s.ok()) return s;
+      if (absl::Status s = Exchange(comm, pattern, (*out)->data(), ins, count, dtype, modes[m], stream); !s.ok()) {
+        return s;
+      }
     }
     return absl::OkStatus();
   });
@@ -178,7 +183,9 @@ absl::StatusOr<std::vector<ModeResult>> MeasureSize(Communicator& comm, Pattern 
       const CommunicatorStats before = comm.stats();
       const absl::Time start = absl::Now();
       const std::vector<void*> targets = check ? std::vector<void*>{ins[0]} : ins;
-      if (absl::Status s = Exchange(comm, pattern, (*out)->data(), targets, count, dtype, modes[m]); !s.ok()) return s;
+      if (absl::Status s = Exchange(comm, pattern, (*out)->data(), targets, count, dtype, modes[m], stream); !s.ok()) {
+        return s;
+      }
       const double elapsed_us = absl::ToDoubleMicroseconds(absl::Now() - start) / targets.size();
       if (check) {
         if (receives) {
@@ -280,13 +287,14 @@ void PrintRow(bool json, Pattern pattern, const Communicator& comm, uint64_t byt
     std::printf("{\"bench\":\"sendrecv\",\"size\":%llu,\"count\":%llu,\"type\":\"%s\",\"compress\":\"%s\","
                 "\"time_us\":%.2f,\"mean_us\":%.2f,\"p10_us\":%.2f,\"p90_us\":%.2f,\"algbw_GBps\":%.4f,\"busbw_GBps\":%.4f,\"ratio\":%.4f,\"wire_saved\":%llu,%s,"
                 "\"vs_first\":%.4f,\"first\":\"%s\",\"wrong\":%llu,\"ranks\":%d,\"memory\":\"%s\",\"tls\":\"%s\","
-                "\"pattern\":\"%s\",\"window\":%d,\"dist\":\"%s\",\"pipeline_block\":%zu,\"min_pipeline_block\":%zu,\"block\":%zu,\"path\":\"%s\"}\n",
+                "\"pattern\":\"%s\",\"window\":%d,\"stream\":\"%s\",\"dist\":\"%s\",\"pipeline_block\":%zu,\"min_pipeline_block\":%zu,\"block\":%zu,\"path\":\"%s\"}\n",
                 static_cast<unsigned long long>(size), static_cast<unsigned long long>(count), DataTypeName(dtype),
                 CompressionName(modes[m]), r.time_us, r.mean_us, r.p10_us, r.p90_us, algbw, algbw, r.ratio,
                 static_cast<unsigned long long>(r.saved), codec.c_str(), vs_first, CompressionName(modes[0]), wrong, comm.size(),
                 absl::GetFlag(FLAGS_memory).c_str(),
                 options.ucx_transports.empty() ? "default" : options.ucx_transports.c_str(),
-                absl::GetFlag(FLAGS_pattern).c_str(), absl::GetFlag(FLAGS_window), absl::GetFlag(FLAGS_dist).c_str(), options.pipeline_block_bytes,
+                absl::GetFlag(FLAGS_pattern).c_str(), absl::GetFlag(FLAGS_window), absl::GetFlag(FLAGS_stream).c_str(),
+                absl::GetFlag(FLAGS_dist).c_str(), options.pipeline_block_bytes,
                 comm.options().min_pipeline_block_bytes, *comm.options().block_bytes, PathName(comm, absl::GetFlag(FLAGS_memory) == "device"));
     return;
   }
@@ -319,6 +327,8 @@ absl::Status RunRank() {
   if (!modes.ok()) return modes.status();
   absl::StatusOr<testing::Distribution> dist = testing::ParseDistribution(absl::GetFlag(FLAGS_dist));
   if (!dist.ok()) return dist.status();
+  absl::StatusOr<std::unique_ptr<BenchStream>> stream = BenchStream::Create(absl::GetFlag(FLAGS_stream), device);
+  if (!stream.ok()) return stream.status();
 
   CommunicatorOptions options;
   if (absl::GetFlag(FLAGS_block_bytes).bytes != 0) options.block_bytes = absl::GetFlag(FLAGS_block_bytes).bytes;
@@ -346,7 +356,8 @@ absl::Status RunRank() {
   for (uint64_t bytes = std::max<uint64_t>(min_bytes, ElementSize(*dtype)); bytes <= max_bytes; bytes = NextSize(bytes)) {
     if (bytes / ElementSize(*dtype) == last_count) continue;
     last_count = bytes / ElementSize(*dtype);
-    absl::StatusOr<std::vector<ModeResult>> results = MeasureSize(comm, *pattern, bytes, *dtype, *dist, device, *modes);
+    absl::StatusOr<std::vector<ModeResult>> results =
+        MeasureSize(comm, *pattern, bytes, *dtype, *dist, device, *modes, (*stream)->get());
     if (!results.ok()) return results.status();
     if (!report) continue;
     for (const ModeResult& result : *results) wrong += result.wrong;
@@ -379,7 +390,7 @@ int SendRecvMain(const std::vector<std::string>&) {
 const RegisterSubcommand kRegister(
     "sendrecv", "Send/Recv bandwidth (nccl-tests' columns) and 8 B latency; --compress compares modes",
     SharedFlags({FlagGroup::kMeasure, FlagGroup::kCommunicator, FlagGroup::kSweep},
-                {"min_bytes", "max_bytes", "pattern", "window", "latency_iters", "block_bytes"}),
+                {"min_bytes", "max_bytes", "pattern", "window", "latency_iters", "block_bytes", "stream"}),
     SendRecvMain);
 
 }  // namespace

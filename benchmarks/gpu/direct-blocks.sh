@@ -24,6 +24,8 @@
 #                  from the machine's (s34-3's 80-85 % of perftest at window 8 against s29-6's
 #                  90-92 %, both on an H100)
 #   DIRECT_ROUNDS  rounds of every case (default 1)
+#   DIRECT_STREAM  the stream of the calls (`sendrecv --stream`, default legacy): nonblocking puts
+#                  them on a stream of the benchmark's own (both sides' trees must know the flag)
 set -uo pipefail
 OUT=${OUT:?set OUT to the folder for the logs}
 mkdir -p "$OUT"
@@ -59,6 +61,7 @@ for name in tcp shm; do
     block_flags=()
     [[ $pipeline != default ]] && block_flags+=(--pipeline_block "$pipeline")
     [[ $transport != default ]] && block_flags+=(--block_bytes "$transport")
+    [[ ${DIRECT_STREAM:-legacy} != legacy ]] && block_flags+=(--stream "$DIRECT_STREAM")
     UCCLZIP_HOLD_STREAM=$hold timeout -k 10 120 "${benches[$side]}" sendrecv --ranks 2 --memory device --tls "$tls" --compress off --pattern oneway \
       --min_bytes 256M --max_bytes 256M --iters "${ITERS:-8}" --warmup 3 --latency_iters 0 --window "$window" \
       "${block_flags[@]}" --json >"$log.jsonl" 2>"$log.err" ||
