@@ -18,6 +18,9 @@
 //          ucx_perftest streams them, each one's latency (envelope, hand-offs, the
 //          acknowledgement) overlapping with the messages before it.
 // Then the 8-byte round trip between ranks 0 and 1 (ucx_perftest tag_lat reports half of it).
+// Device calls go on the legacy default stream, or with --stream nonblocking on a stream of the
+// benchmark's own (a created stream may be held where the legacy one never is: docs/PIPELINE.md,
+// "Stream order"); either way each exchange waits for its Operations.
 // Public API only: the ranks exchange their results through an allgather.
 #include <algorithm>
 #include <cstdio>
