@@ -66,6 +66,14 @@ absl::Status HoldThenRelease(StreamFlags& flags, cudaStream_t stream) {
   return status;
 }
 
+// The device's flags, once they have held and released `stream` (HoldThenRelease).
+absl::StatusOr<StreamFlags*> FlagsThatHeldAndReleased(cudaStream_t stream) {
+  absl::StatusOr<StreamFlags*> flags = StreamFlags::ForDevice(0);
+  if (!flags.ok()) return flags.status();
+  if (absl::Status held = HoldThenRelease(**flags, stream); !held.ok()) return held;
+  return flags;
+}
+
 TEST(PipelineDeviceStreamFlags, HoldTheProgramsStreamUntilSignalled) {
   UCCLZIP_SKIP_WITHOUT_GPU();
   absl::StatusOr<StreamFlags*> flags = StreamFlags::ForDevice(0);
@@ -81,10 +89,8 @@ TEST(PipelineDeviceStreamFlags, HoldTheProgramsStreamUntilSignalled) {
 
 TEST(PipelineDeviceStreamFlags, HoldTheLegacyDefaultStreamUntilSignalled) {
   UCCLZIP_SKIP_WITHOUT_GPU();
-  absl::StatusOr<StreamFlags*> flags = StreamFlags::ForDevice(0);
-  ASSERT_TRUE(flags.ok()) << flags.status();
-  const absl::Status held = HoldThenRelease(**flags, nullptr);
-  EXPECT_TRUE(held.ok()) << held;
+  const absl::StatusOr<StreamFlags*> flags = FlagsThatHeldAndReleased(nullptr);
+  EXPECT_TRUE(flags.ok()) << flags.status();
 }
 
 // The flags outlive every communicator, and a cudaDeviceReset, which unregisters them, has them
@@ -93,10 +99,8 @@ TEST(PipelineDeviceStreamFlags, HoldTheLegacyDefaultStreamUntilSignalled) {
 // touches no other test.)
 TEST(PipelineDeviceStreamFlags, TheSameFlagsHoldAgainAfterADeviceReset) {
   UCCLZIP_SKIP_WITHOUT_GPU();
-  absl::StatusOr<StreamFlags*> before = StreamFlags::ForDevice(0);
+  const absl::StatusOr<StreamFlags*> before = FlagsThatHeldAndReleased(nullptr);
   ASSERT_TRUE(before.ok()) << before.status();
-  const absl::Status first = HoldThenRelease(**before, nullptr);
-  ASSERT_TRUE(first.ok()) << first;
   ASSERT_EQ(cudaDeviceReset(), cudaSuccess);
   absl::StatusOr<StreamFlags*> after = StreamFlags::ForDevice(0);
   ASSERT_TRUE(after.ok()) << after.status();
