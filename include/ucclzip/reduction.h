@@ -20,9 +20,10 @@
 namespace ucclzip {
 
 // out[i] = received[i] op local[i], then divided by `divisor` (kAvg passes the world size on
-// the last hop and combines as a sum before it; 1 elsewhere). `out` may be either input.
-// InvalidArgument, with nothing written, for a type or operator outside its enum, a divisor of
-// 0 (an integer division by it stopped the process) or a null buffer with count > 0.
+// the last hop and combines as a sum before it; 1 elsewhere). `out` may be either input, but
+// may not overlap one partly. InvalidArgument, with nothing written, for a type or operator
+// outside its enum, a divisor of 0 (an integer division by it stopped the process), a null
+// buffer with count > 0, or an output that partly overlaps an input.
 absl::Status ReduceOnHost(DataType dtype, ReduceOp op, const void* received, const void* local, void* out,
                           uint64_t count, uint32_t divisor = 1);
 

@@ -1,3 +1,6 @@
+#include <cstdint>
+#include <limits>
+
 #include "absl/strings/str_cat.h"
 #include "codec/reduce_math.h"
 #include "pipeline/reduce.h"
@@ -96,6 +99,17 @@ absl::Status CheckReduceArguments(const char* function, const Combiner& combiner
   // An integer divided by 0 stops the process (SIGFPE) on the CPU, and gives garbage on the GPU.
   if (combiner.divisor == 0) return invalid("a divisor of 0");
   if (count > 0 && (received == nullptr || local == nullptr || out == nullptr)) return invalid("null buffer");
+  // `out` may be an input itself; a partial overlap would read elements already overwritten on
+  // the host (and race on the GPU), returning wrong sums as if right.
+  const uint64_t width = ElementSize(combiner.dtype);
+  if (count > std::numeric_limits<uint64_t>::max() / width) return invalid("more bytes than an address holds");
+  const uint64_t bytes = count * width;
+  const auto partly_overlaps = [&](const void* input) {
+    const auto in = reinterpret_cast<uintptr_t>(input), at = reinterpret_cast<uintptr_t>(out);
+    return in != at && in < at + bytes && at < in + bytes;
+  };
+  if (count > 0 && partly_overlaps(received)) return invalid("the output partly overlaps the received elements");
+  if (count > 0 && partly_overlaps(local)) return invalid("the output partly overlaps the local elements");
   return absl::OkStatus();
 }
 

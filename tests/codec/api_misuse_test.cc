@@ -124,5 +124,33 @@ TEST(CodecMisuse, ReductionsRefuseWhatTheyCannotCompute) {
   EXPECT_EQ(out[1], -3);
 }
 
+// An output shifted one element into an input passed, and the host loop read elements it had
+// already overwritten: {1,2,3,4} + 10 into buf + 1 gave 11 21 31 41 as if right (review of
+// session 35). A partial overlap is refused; the output being an input itself, or lying right
+// beside one, still computes.
+TEST(CodecMisuse, ReductionsRefuseAnOutputThatPartlyOverlapsAnInput) {
+  int32_t buffer[5] = {1, 2, 3, 4, 0};
+  const int32_t local[4] = {10, 10, 10, 10};
+  for (int32_t* out : {buffer + 1, buffer + 3}) {
+    const absl::Status host = ReduceOnHost(DataType::kInt32, ReduceOp::kSum, buffer, local, out, 4);
+    EXPECT_EQ(host.code(), absl::StatusCode::kInvalidArgument) << host;
+    EXPECT_NE(host.message().find("ReduceOnHost (4 elements of int32, sum, divisor 1): the output partly overlaps the "
+                                  "received elements"),
+              absl::string_view::npos)
+        << host;
+    const absl::Status device = ReduceOnDevice(DataType::kInt32, ReduceOp::kSum, buffer, local, out, 4, nullptr);
+    EXPECT_EQ(device.code(), absl::StatusCode::kInvalidArgument) << device;
+    EXPECT_EQ(buffer[4], 0) << "the refused reduction wrote its output";
+  }
+  int32_t received[4] = {1, 2, 3, 4}, mine[5] = {10, 10, 10, 10, 0};
+  EXPECT_EQ(ReduceOnHost(DataType::kInt32, ReduceOp::kSum, received, mine, mine + 1, 4).code(),
+            absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(ReduceOnHost(DataType::kInt32, ReduceOp::kSum, received, mine, mine, 4).ok());
+  EXPECT_EQ(mine[0], 11);
+  EXPECT_EQ(mine[3], 14);
+  ASSERT_TRUE(ReduceOnHost(DataType::kInt32, ReduceOp::kSum, buffer, local, buffer + 4, 1).ok());
+  EXPECT_EQ(buffer[4], 11);
+}
+
 }  // namespace
 }  // namespace ucclzip::testing
