@@ -36,11 +36,11 @@ Operation Communicator::AllGather(const void* sendbuff, void* recvbuff, size_t s
       .count = sendcount,
       .send_elements = sendcount,
       .recv_elements = sendcount * size(),
-      .in_place_offset = int64_t(rank()) * int64_t(sendcount),
+      .in_place_offset = static_cast<int64_t>(uint64_t(rank()) * sendcount),
       .dtype = dtype,
       .world_size = size()};
   absl::Status refused = collectives::CheckArgs(args);
-  if (!refused.ok() && !collectives::Schedulable(args)) return Refused(refused);
+  if (!refused.ok() && !collectives::Schedulable(args)) return RefusedUnplaced(refused, OtherRanks());
   return Submit(collectives::MakeCall(collectives::RingAllGather(rank(), size(), sendcount, collectives::InPlace(args)),
                                       args, stream, options, std::move(refused)));
 }

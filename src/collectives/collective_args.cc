@@ -32,10 +32,18 @@ pipeline::Call MakeCall(pipeline::Schedule schedule, const CollectiveArgs& args,
                         .refused = std::move(refused)};
 }
 
+namespace {
+
+// in_place_offset in bytes, wrapping as addresses do (the offset may be negative, and an
+// unchecked count may make it huge).
+uintptr_t OffsetBytes(const CollectiveArgs& args) {
+  return static_cast<uintptr_t>(args.in_place_offset) * ElementSize(args.dtype);
+}
+
+}  // namespace
+
 bool InPlace(const CollectiveArgs& args) {
-  const int64_t offset_bytes = args.in_place_offset * static_cast<int64_t>(ElementSize(args.dtype));
-  return reinterpret_cast<uintptr_t>(args.recvbuff) + static_cast<uintptr_t>(offset_bytes) ==
-         reinterpret_cast<uintptr_t>(args.sendbuff);
+  return reinterpret_cast<uintptr_t>(args.recvbuff) + OffsetBytes(args) == reinterpret_cast<uintptr_t>(args.sendbuff);
 }
 
 absl::Status CheckArgs(const CollectiveArgs& args) {
@@ -62,8 +70,8 @@ absl::Status CheckArgs(const CollectiveArgs& args) {
   if (send < recv + recv_bytes && recv < send + send_bytes) {
     return invalid("sendbuff [0x", Address(args.sendbuff), ", +", send_bytes, " B) overlaps recvbuff [0x",
                    Address(args.recvbuff), ", +",
-                   recv_bytes, " B) without being in place (sendbuff = recvbuff + ", args.in_place_offset * static_cast<int64_t>(width),
-                   " B)");
+                   recv_bytes, " B) without being in place (sendbuff = recvbuff + ",
+                   static_cast<int64_t>(OffsetBytes(args)), " B)");
   }
   return absl::OkStatus();
 }

@@ -24,7 +24,8 @@ struct CollectiveArgs {
   uint64_t send_elements = 0;  // what the operation reads of sendbuff
   uint64_t recv_elements = 0;  // what it writes of recvbuff
   // sendbuff == recvbuff + in_place_offset elements is NCCL's in-place layout (negative where
-  // recvbuff lies inside sendbuff, as for reduce-scatter).
+  // recvbuff lies inside sendbuff, as for reduce-scatter). Computed in unsigned arithmetic: a
+  // count too large, which CheckArgs then refuses, wraps instead of overflowing a signed product.
   int64_t in_place_offset = 0;
   DataType dtype = DataType::kRaw;
   bool reduces = false;

@@ -67,13 +67,13 @@ Operation Communicator::ReduceScatter(const void* sendbuff, void* recvbuff, size
       .count = recvcount,
       .send_elements = recvcount * size(),
       .recv_elements = recvcount,
-      .in_place_offset = -int64_t(rank()) * int64_t(recvcount),
+      .in_place_offset = static_cast<int64_t>(0 - uint64_t(rank()) * recvcount),
       .dtype = dtype,
       .reduces = true,
       .op = op,
       .world_size = size()};
   absl::Status refused = collectives::CheckArgs(args);
-  if (!refused.ok() && !collectives::Schedulable(args)) return Refused(refused);
+  if (!refused.ok() && !collectives::Schedulable(args)) return RefusedUnplaced(refused, OtherRanks());
   const bool in_place = collectives::InPlace(args);
   return Submit(collectives::MakeCall(collectives::RingReduceScatter(rank(), size(), recvcount, op, in_place), args,
                                       stream, options, std::move(refused)));
