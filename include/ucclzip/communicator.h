@@ -325,6 +325,13 @@ class Communicator {
   static Operation Failed(const absl::Status& status);
   // Failed, and within an open group also covered by GroupEnd's Operation.
   Operation Refused(const absl::Status& status);
+  // Refused, for a call that could not take its places on its links to `peers` (a collective
+  // whose schedule cannot be built, a call the engine cannot prepare even as refused): the
+  // links count it (pipeline::Engine::MarkUnplaced), so that where a peer's matching call did
+  // take its places, the next pairing fails as out of step instead of delivering that call's
+  // messages to this rank's next one.
+  Operation RefusedUnplaced(const absl::Status& status, const std::vector<int>& peers);
+  std::vector<int> OtherRanks() const;
   explicit Communicator(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

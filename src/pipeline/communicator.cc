@@ -2,6 +2,7 @@
 // runs every operation. It lives in the pipeline layer because it joins all of them; the
 // operations themselves (Send, Recv and the collectives) build their schedules in
 // src/collectives and come here through Submit.
+#include <algorithm>
 #include <atomic>
 #include <map>
 
@@ -174,6 +175,19 @@ Operation Communicator::Refused(const absl::Status& status) {
   return Operation({failed});
 }
 
+Operation Communicator::RefusedUnplaced(const absl::Status& status, const std::vector<int>& peers) {
+  impl_->engine->MarkUnplaced(peers);
+  return Refused(status);
+}
+
+std::vector<int> Communicator::OtherRanks() const {
+  std::vector<int> others;
+  for (int peer = 0; peer < size(); ++peer) {
+    if (peer != rank()) others.push_back(peer);
+  }
+  return others;
+}
+
 Operation Communicator::Submit(pipeline::Call call) {
   absl::StatusOr<pipeline::OperationSpec> spec = impl_->engine->Prepare(call);
   // A call the engine's checks refuse on this rank takes its places on its links all the same
@@ -182,7 +196,18 @@ Operation Communicator::Submit(pipeline::Call call) {
     call.refused = spec.status();
     spec = impl_->engine->Prepare(call);
   }
-  if (!spec.ok()) return Refused(call.refused.ok() ? spec.status() : call.refused);
+  if (!spec.ok()) {
+    // Not even its places could be taken: the links its steps name count it.
+    std::vector<int> peers;
+    auto note = [&](int peer) {
+      if (peer >= 0 && peer < size() && peer != rank() && std::find(peers.begin(), peers.end(), peer) == peers.end()) {
+        peers.push_back(peer);
+      }
+    };
+    for (const pipeline::SendStep& step : call.schedule.sends) note(step.peer);
+    for (const pipeline::RecvStep& step : call.schedule.recvs) note(step.peer);
+    return RefusedUnplaced(call.refused.ok() ? spec.status() : call.refused, peers);
+  }
   std::shared_ptr<transport::Request> request = spec->request;
   {
     absl::MutexLock lock(&impl_->group_mutex);

@@ -79,6 +79,7 @@ Engine::Engine(TransportLanes& lanes, const CommunicatorOptions& options,
       next_send_sequence_(lanes.size()),
       next_recv_sequence_(lanes.size()),
       recv_out_of_step_(lanes.size()),
+      unplaced_(lanes.size()),
       cpu_codec_threads_(std::move(cpu_codec_threads)),
       host_jobs_(std::make_unique<HostCodecJobs>(cpu_codec_threads_.get(), [this] { Wake(); })),
       policy_(options.min_compress_bytes),
@@ -236,6 +237,10 @@ absl::StatusOr<OperationSpec> Engine::Prepare(Call& call) {
     return invalid("null buffer");
   }
   OperationSpec spec;
+  {
+    absl::MutexLock lock(&mutex_);
+    spec.unplaced = unplaced_;
+  }
   spec.block_elements = PipelineBlockElements(schedule.count, ElementSize(call.dtype), options_.pipeline_block_bytes,
                                               options_.min_pipeline_block_bytes, schedule.chain_hops);
   // Counted in 64 bits: a step's blocks must fit the tag's block numbers.
@@ -421,6 +426,11 @@ void Engine::Queue(std::vector<std::unique_ptr<OperationTask>> tasks) {
   }
   wake_ = true;
   woken_.store(true, std::memory_order_release);
+}
+
+void Engine::MarkUnplaced(const std::vector<int>& peers) {
+  absl::MutexLock lock(&mutex_);
+  for (int peer : peers) ++unplaced_[peer];
 }
 
 void Engine::StartSequencesAt(uint32_t first) {

@@ -92,6 +92,15 @@ class Engine {
   // (transport/message_tag.h) without a million calls first.
   void StartSequencesAt(uint32_t first);
 
+  // A call refused before it could take its places on its links to `peers` (its schedule could
+  // not be built or prepared): each such link counts it. Every envelope carries its link's count
+  // (Envelope::unplaced, as it stood at each call: OperationSpec::unplaced), and a receiver
+  // whose own count differs fails the block as out of step:
+  // where the peer's matching call did take its places, this rank is a call behind it there,
+  // and its next call would pair with the messages of the peer's earlier one and could complete
+  // with their data. Calls refused alike on both sides keep the counts equal.
+  void MarkUnplaced(const std::vector<int>& peers);
+
  private:
   absl::Status EnsureDevice(int device);
   // Gives the tasks their places on their links and hands them to the pipeline thread.
@@ -118,6 +127,7 @@ class Engine {
   std::vector<uint32_t> next_send_sequence_ ABSL_GUARDED_BY(mutex_);
   std::vector<uint32_t> next_recv_sequence_ ABSL_GUARDED_BY(mutex_);
   std::vector<absl::Status> recv_out_of_step_ ABSL_GUARDED_BY(mutex_);
+  std::vector<uint16_t> unplaced_ ABSL_GUARDED_BY(mutex_);  // per link, MarkUnplaced's counts (wrapping)
   bool wake_ ABSL_GUARDED_BY(mutex_) = false;
   // wake_, readable without the mutex, for the spin before sleep; wake_ alone decides.
   std::atomic<bool> woken_{false};

@@ -19,11 +19,12 @@
 //       64    4 root (broadcast, reduce), else 0xFFFFFFFF
 //       68    1 reduction operator
 //       69    1 frame: log2 of its lanes' symbols (its layout depends on them), else 0
-//       70    2 zero
+//       70    2 unplaced: calls on this link that took no places on it (Engine::MarkUnplaced)
 //       72    4 run_first: the block whose raw part (stream 1) carries this block's bytes
 //       76    4 run_blocks: how many consecutive blocks, from run_first, that part carries
 // Little-endian. Bytes 7 and 56..68 describe the whole operation, so that ranks that called
-// different operations, counts, operators or roots fail with an error naming both sides. A frame
+// different operations, counts, operators or roots fail with an error naming both sides; bytes
+// 70..71 tell a receiver that its peer's call is not the one it pairs with, though alike. A frame
 // block is then sent as the raw plane (stream 1, sent as soon as the split stage is done), the
 // head [0, raw_offset) (stream 2) and the coded symbols [coded_offset, frame_bytes) (stream 3),
 // whose size the receiver reads from the head.
@@ -69,6 +70,9 @@ struct Envelope {
   // A frame's lane length, log2 (a frame the CPU codes takes longer lanes than the GPU's
   // default: operation_task_send.cc); 0 for plain bytes.
   uint8_t lane_symbols_log2 = 0;
+  // The sender's count of calls refused before they could take their places on this link,
+  // wrapping; the receiver's must be the same.
+  uint16_t unplaced = 0;
 };
 
 // Whether `envelope` carries the bytes of blocks other than its own: the first block of a plain

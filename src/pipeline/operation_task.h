@@ -70,6 +70,10 @@ struct OperationSpec {
   std::shared_ptr<transport::Request> request;
   // Not OK: the call was refused (Call::refused); it only takes its places on its links.
   absl::Status refused;
+  // Per link, the calls refused before this one without taking their places there
+  // (Engine::MarkUnplaced), as the count stood when this call was made: sent in its envelopes,
+  // compared with the peer's in theirs.
+  std::vector<uint16_t> unplaced;
 };
 
 // What tasks use of the engine; pipeline thread only.

@@ -124,6 +124,15 @@ bool OperationTask::OnEnvelope(TaskContext& context, RecvBlock& block) {
     FailBlock("recv", block.step, block.index, why);
     return true;
   };
+  // A call refused on one side only before it could take its places leaves this rank's call
+  // paired with another than the peer's, however alike the two look (Engine::MarkUnplaced).
+  if (envelope->unplaced != spec_.unplaced[step.peer]) {
+    return mismatch(absl::FailedPreconditionError(absl::StrCat(
+        "peer ", step.peer, " has had ", envelope->unplaced, " calls with this rank refused before they took their places ",
+        "on the link, and rank ", rank_, " ", spec_.unplaced[step.peer],
+        " (counted modulo 65536): one side refused a call that the other made, and this call pairs with another "
+        "of the peer's")));
+  }
   // A point-to-point message is checked by its count and type alone, below.
   const bool collective = mine.kind != OperationKind::kSendRecv;
   const bool reduces = KindReduces(mine.kind);

@@ -288,6 +288,49 @@ INSTANTIATE_TEST_SUITE_P(, CollectiveRefusedOnOneRank, ::testing::Combine(::test
                            return absl::StrCat(std::get<0>(info.param), "ranks_", std::get<1>(info.param) ? "ring" : "doubling");
                          });
 
+// A call refused on one rank before it could take any places (a root that is no rank: no
+// schedule can be built, so this rank cannot tell which links the peers' call uses) once left
+// that rank a call behind: its next broadcast paired with the root's previous one, every
+// envelope matched, and it returned success with the previous call's data (review of session
+// 35). The links now count such refusals and the envelopes carry the count: the next call fails,
+// naming the cause, and no rank returns success with wrong data. 2 and 3 ranks.
+class CollectiveUnplacedOnOneRank : public ::testing::TestWithParam<int> {};
+
+TEST_P(CollectiveUnplacedOnOneRank, ItsNextCallFailsInsteadOfTakingThePeersEarlierMessages) {
+  const int world = GetParam();
+  constexpr size_t kCount = 1000;
+  ExpectRanksSucceeded(RunRanks({.world_size = world}, [&](const RankContext& context) -> absl::Status {
+    auto comm = CreateCommunicator(context, ShortTimeoutOptions());
+    if (!comm.ok()) return comm.status();
+    Communicator& c = **comm;
+    std::vector<float> data(kCount);
+    auto broadcast = [&](float value, int root) {
+      std::fill(data.begin(), data.end(), c.rank() == 0 ? value : -1.0f);
+      return c.Broadcast(data.data(), data.data(), kCount, DataType::kFloat32, root, nullptr).Wait(absl::Seconds(30));
+    };
+    const absl::Status first = broadcast(1.0f, c.rank() == 1 ? -1 : 0);
+    if (c.rank() == 1) {
+      if (absl::Status s = ExpectError(first, absl::StatusCode::kInvalidArgument, {"rank 1", "root -1"}, "the refused call");
+          !s.ok()) {
+        return s;
+      }
+    }
+    const absl::Status second = broadcast(2.0f, 0);
+    if (c.rank() == 1) {
+      return ExpectError(second, absl::StatusCode::kFailedPrecondition,
+                         {"rank 1", "refused before they took their places on the link"}, "rank 1's next call");
+    }
+    if (c.rank() == 0 || !second.ok()) return absl::OkStatus();
+    for (float value : data) {
+      if (value != 2.0f) return absl::InternalError(absl::StrCat("rank ", c.rank(), ": received ", value, ", not 2"));
+    }
+    return absl::OkStatus();
+  }));
+}
+
+INSTANTIATE_TEST_SUITE_P(, CollectiveUnplacedOnOneRank, ::testing::Values(2, 3),
+                         [](const auto& info) { return absl::StrCat(info.param, "ranks"); });
+
 // Rank 2 joins the communicator but never calls the ring allreduce. Rank 0, which receives from
 // it, fails when the operation timeout passes, and the error says what its blocks were then
 // doing: each rank's error tells where a stalled ring stopped without a debugger.

@@ -258,6 +258,35 @@ TEST(PipelineErrors, BadArgumentsFailAtOnceAndATimeoutFires) {
 // envelope, say at its own deadline during the encode) writes nothing of the caller's buffer: the
 // parts land in the block's own host frame. It fails at its timeout, not at the transport's
 // op_timeout (here 20 s), and the buffer stays untouched.
+// A Recv refused before it could take its place (a type outside its enum: no blocks can be
+// counted) once left the receiver a message behind: its next Recv of the same size and type
+// paired with the message meant for the refused one and returned success with its bytes (review
+// of session 35). The envelope's count of such calls makes that pairing fail instead.
+TEST(PipelineErrors, ARecvRefusedBeforeItsPlaceNeverLetsTheNextOneTakeItsMessage) {
+  ExpectRanksSucceeded(RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
+    auto comm = CreateCommunicator(context, ShortTimeoutOptions());
+    if (!comm.ok()) return comm.status();
+    Communicator& c = **comm;
+    std::vector<uint32_t> words(256);
+    if (context.rank == 0) {
+      for (const uint32_t value : {0xAAAAAAAAu, 0xBBBBBBBBu}) {
+        std::fill(words.begin(), words.end(), value);
+        c.Send(words.data(), words.size(), DataType::kUint32, 1, nullptr).Wait(absl::Seconds(10)).IgnoreError();
+      }
+      return absl::OkStatus();
+    }
+    if (absl::Status s = ExpectError(c.Recv(words.data(), words.size(), static_cast<DataType>(13), 0, nullptr).Wait(),
+                                     absl::StatusCode::kInvalidArgument, {"rank 1", "invalid dtype 13"}, "the refused recv");
+        !s.ok()) {
+      return s;
+    }
+    const absl::Status next = c.Recv(words.data(), words.size(), DataType::kUint32, 0, nullptr).Wait(absl::Seconds(10));
+    if (next.ok()) return absl::InternalError(absl::StrCat("the next recv succeeded with 0x", absl::Hex(words[0])));
+    return ExpectError(next, absl::StatusCode::kFailedPrecondition, {"refused before they took their places on the link"},
+                       "the next recv");
+  }));
+}
+
 TEST(PipelineErrors, ARecvWhoseFramePartsNeverComeFailsAtItsTimeout) {
   constexpr uint64_t kCount = kForgedBlockElements;  // one 256 KB block of bf16
   ExpectRanksSucceeded(RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
