@@ -87,6 +87,7 @@ bool OperationTask::AdvanceRecvs(TaskContext& context) {
 
 bool OperationTask::AdvanceRecv(TaskContext& context, RecvBlock& block) {
   if (block.retired) return false;
+  if (!status_.ok() && block.stage == RecvStage::kEnvelope) WithdrawEnvelope(context, block);
   if (!status_.ok() && block.stage != RecvStage::kProcessing) return RetireRecv(context, block);
   switch (block.stage) {
     case RecvStage::kEnvelope: return OnEnvelope(context, block);
@@ -97,6 +98,15 @@ bool OperationTask::AdvanceRecv(TaskContext& context, RecvBlock& block) {
     case RecvStage::kDone: return RetireRecv(context, block);
   }
   return false;
+}
+
+void OperationTask::WithdrawEnvelope(TaskContext& context, RecvBlock& block) {
+  // A failed task's envelope receive that nothing matched yet: left posted, the transport's
+  // op_timeout found it without progress and failed the peer, and every later call with it
+  // (docs/PIPELINE.md, "Errors").
+  if (block.envelope_request == nullptr || block.envelope_withdrawn || block.envelope_request->Test()) return;
+  context.lanes->ForRecv(spec_.schedule.recvs[block.step].peer).CancelRecv(block.envelope_request);
+  block.envelope_withdrawn = true;
 }
 
 bool OperationTask::OnEnvelope(TaskContext& context, RecvBlock& block) {

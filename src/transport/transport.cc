@@ -285,6 +285,15 @@ std::shared_ptr<Request> Transport::Post(OpKind kind, int peer, uint8_t* data, s
   return request;
 }
 
+void Transport::CancelRecv(const std::shared_ptr<Request>& request) {
+  {
+    absl::MutexLock lock(&mutex_);
+    cancels_.push_back(request);
+    submissions_pending_.store(true, std::memory_order_release);
+  }
+  Wake();
+}
+
 void Transport::Wake() { SignalEventFd(wake_fd_); }
 
 absl::Status Transport::FirstPeerFailure() {

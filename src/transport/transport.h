@@ -81,6 +81,12 @@ class Transport {
   std::shared_ptr<Request> Recv(int peer, void* data, size_t bytes, MemoryType type, OpTag tag,
                                 CompletionCallback on_complete = {});
 
+  // Withdraws a receive its caller gave up on (a pipeline call that failed before the message
+  // came): one that UCX has not matched yet completes with Cancelled and never counts against
+  // its peer as an operation without progress (op_timeout); one already matched goes on to its
+  // end. Any thread.
+  void CancelRecv(const std::shared_ptr<Request>& request);
+
   // Creates the pinned staging pool for `device` now instead of on the first staged transfer.
   // A caller that is about to queue work which waits on transfers (the pipeline's stream
   // waits) calls it first, because a page-locked allocation may wait for the device to idle.
@@ -223,10 +229,11 @@ class Transport {
   bool abort_pending_ ABSL_GUARDED_BY(mutex_) = false;
   absl::Status first_peer_failure_ ABSL_GUARDED_BY(mutex_);
   std::vector<std::pair<int, absl::Status>> reported_failures_ ABSL_GUARDED_BY(mutex_);
+  std::vector<std::shared_ptr<Request>> cancels_ ABSL_GUARDED_BY(mutex_);  // CancelRecv's
   PeerFailureListener peer_failure_listener_ ABSL_GUARDED_BY(mutex_);
   std::atomic<bool> any_peer_failed_{false};
   bool stopping_ ABSL_GUARDED_BY(mutex_) = false;
-  // Set with any of submitted_, reported_failures_, abort_pending_ and stopping_, so that a pass
+  // Set with any of submitted_, reported_failures_, cancels_, abort_pending_ and stopping_, so that a pass
   // with nothing new skips the mutex: Debian's Abseil keeps its deadlock detection on, which
   // makes every Lock and Unlock look the mutex up in a process-wide graph under a global lock.
   std::atomic<bool> submissions_pending_{false};

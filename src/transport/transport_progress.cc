@@ -215,6 +215,7 @@ bool Transport::TakeSubmissions(bool* stop) {
   if (!submissions_pending_.load(std::memory_order_acquire)) return false;
   std::vector<std::unique_ptr<Op>> fresh;
   std::vector<std::pair<int, absl::Status>> reported;
+  std::vector<std::shared_ptr<Request>> cancels;
   bool abort = false;
   absl::Status why;
   {
@@ -222,6 +223,7 @@ bool Transport::TakeSubmissions(bool* stop) {
     submissions_pending_.store(false, std::memory_order_relaxed);
     fresh.swap(submitted_);
     reported.swap(reported_failures_);
+    cancels.swap(cancels_);
     *stop = stopping_;
     abort = abort_pending_;
     abort_pending_ = false;
@@ -240,7 +242,17 @@ bool Transport::TakeSubmissions(bool* stop) {
     started.news = &news_;
     Start(started);
   }
-  return abort || !reported.empty() || !fresh.empty();
+  for (const std::shared_ptr<Request>& request : cancels) {
+    for (auto& op : active_) {
+      if (op->request != request || op->kind != OpKind::kRecv || op->finished()) continue;
+      // Failed first, so that no deadline counts it against the peer while UCX completes the
+      // cancels (a block it has already matched runs to its end).
+      op->Fail(absl::CancelledError("withdrawn by its caller"));
+      CancelReceives(*op);
+      MarkChanged(*op);
+    }
+  }
+  return abort || !reported.empty() || !fresh.empty() || !cancels.empty();
 }
 
 void Transport::Start(Op& op) {

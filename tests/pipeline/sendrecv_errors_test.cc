@@ -287,6 +287,44 @@ TEST(PipelineErrors, ARecvRefusedBeforeItsPlaceNeverLetsTheNextOneTakeItsMessage
   }));
 }
 
+// Rank 0's Send is refused (a null buffer: it takes its place, sending nothing), so rank 1's
+// Recv fails by its own timeout. Its envelope receive stayed posted, and at the transport's
+// op_timeout (3 s here) the transport found it without progress and failed the healthy peer:
+// every later call with it failed (review of session 35). A failed task now withdraws its
+// unmatched envelope receives, and the exchange after op_timeout pairs as it should.
+TEST(PipelineErrors, ARecvThatTimedOutDoesNotFailItsPeerAtTheOperationTimeoutLater) {
+  ExpectRanksSucceeded(RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
+    auto comm = CreateCommunicator(context, ShortTimeoutOptions());
+    if (!comm.ok()) return comm.status();
+    Communicator& c = **comm;
+    transport::Bootstrap& bootstrap = internal::CommunicatorAccess::BootstrapOf(c);
+    uint32_t word = 0;
+    if (context.rank == 0) {
+      if (c.Send(nullptr, 5, DataType::kFloat32, 1, nullptr).Wait().ok()) return absl::InternalError("a null send passed");
+    } else {
+      const absl::Status timed_out =
+          c.Recv(&word, 1, DataType::kUint32, 0, nullptr, RecvOptions{.timeout = absl::Milliseconds(200)})
+              .Wait(absl::Seconds(20));
+      if (absl::Status s = ExpectError(timed_out, absl::StatusCode::kDeadlineExceeded, {"rank 1"}, "the recv");
+          !s.ok()) {
+        return s;
+      }
+    }
+    if (absl::Status s = bootstrap.Barrier(absl::Now() + absl::Seconds(20)); !s.ok()) return s;
+    absl::SleepFor(ShortTimeoutOptions().op_timeout + absl::Seconds(1));
+    if (absl::Status s = bootstrap.Barrier(absl::Now() + absl::Seconds(20)); !s.ok()) return s;
+    if (context.rank == 0) {
+      word = 42;
+      return WaitOk(c.Send(&word, 1, DataType::kUint32, 1, nullptr), "the send after the operation timeout");
+    }
+    if (absl::Status s = WaitOk(c.Recv(&word, 1, DataType::kUint32, 0, nullptr), "the recv after the operation timeout");
+        !s.ok()) {
+      return s;
+    }
+    return word == 42 ? absl::OkStatus() : absl::InternalError(absl::StrCat("received ", word, ", not 42"));
+  }));
+}
+
 TEST(PipelineErrors, ARecvWhoseFramePartsNeverComeFailsAtItsTimeout) {
   constexpr uint64_t kCount = kForgedBlockElements;  // one 256 KB block of bf16
   ExpectRanksSucceeded(RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
