@@ -103,7 +103,7 @@ bool OperationTask::AdvanceRecv(TaskContext& context, RecvBlock& block) {
 void OperationTask::WithdrawEnvelope(TaskContext& context, RecvBlock& block) {
   // A failed task's envelope receive that nothing matched yet: left posted, the transport's
   // op_timeout found it without progress and failed the peer, and every later call with it
-  // (docs/PIPELINE.md, "Errors").
+  // (docs/TRANSPORT.md, CancelRecv).
   if (block.envelope_request == nullptr || block.envelope_withdrawn || block.envelope_request->Test()) return;
   context.lanes->ForRecv(spec_.schedule.recvs[block.step].peer).CancelRecv(block.envelope_request);
   block.envelope_withdrawn = true;
@@ -138,10 +138,9 @@ bool OperationTask::OnEnvelope(TaskContext& context, RecvBlock& block) {
   // paired with another than the peer's, however alike the two look (Engine::MarkUnplaced).
   if (envelope->unplaced != spec_.unplaced[step.peer]) {
     return mismatch(absl::FailedPreconditionError(absl::StrCat(
-        "peer ", step.peer, " has had ", envelope->unplaced, " calls with this rank refused before they took their places ",
-        "on the link, and rank ", rank_, " ", spec_.unplaced[step.peer],
-        " (counted modulo 65536): one side refused a call that the other made, and this call pairs with another "
-        "of the peer's")));
+        "peer ", step.peer, " counts ", envelope->unplaced, " and rank ", rank_, " ", spec_.unplaced[step.peer],
+        " calls between them refused before they took their places on the link (modulo 65536): one side refused a "
+        "call that the other made, and this call pairs with another of the peer's")));
   }
   // A point-to-point message is checked by its count and type alone, below.
   const bool collective = mine.kind != OperationKind::kSendRecv;

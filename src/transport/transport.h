@@ -233,9 +233,10 @@ class Transport {
   PeerFailureListener peer_failure_listener_ ABSL_GUARDED_BY(mutex_);
   std::atomic<bool> any_peer_failed_{false};
   bool stopping_ ABSL_GUARDED_BY(mutex_) = false;
-  // Set with any of submitted_, reported_failures_, cancels_, abort_pending_ and stopping_, so that a pass
-  // with nothing new skips the mutex: Debian's Abseil keeps its deadlock detection on, which
-  // makes every Lock and Unlock look the mutex up in a process-wide graph under a global lock.
+  // Set with any of submitted_, reported_failures_, cancels_, abort_pending_ and stopping_, so
+  // that a pass with nothing new skips the mutex: Debian's Abseil keeps its deadlock detection
+  // on, which makes every Lock and Unlock look the mutex up in a process-wide graph under a
+  // global lock.
   std::atomic<bool> submissions_pending_{false};
   bool shut_down_ = false;  // owner thread only
   std::atomic<uint64_t> bytes_sent_{0};
