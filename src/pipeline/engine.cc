@@ -237,7 +237,9 @@ absl::StatusOr<OperationSpec> Engine::Prepare(Call& call) {
     return invalid("null buffer");
   }
   OperationSpec spec;
-  {
+  // Counted only after a refusal that took no places: every call would otherwise lock the
+  // engine's mutex here (with Debian's Abseil, a look-up in a process-wide graph each time).
+  if (any_unplaced_.load(std::memory_order_acquire)) {
     absl::MutexLock lock(&mutex_);
     spec.unplaced = unplaced_;
   }
@@ -431,6 +433,7 @@ void Engine::Queue(std::vector<std::unique_ptr<OperationTask>> tasks) {
 void Engine::MarkUnplaced(const std::vector<int>& peers) {
   absl::MutexLock lock(&mutex_);
   for (int peer : peers) ++unplaced_[peer];
+  if (!peers.empty()) any_unplaced_.store(true, std::memory_order_release);
 }
 
 void Engine::StartSequencesAt(uint32_t first) {

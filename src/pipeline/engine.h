@@ -128,6 +128,7 @@ class Engine {
   std::vector<uint32_t> next_recv_sequence_ ABSL_GUARDED_BY(mutex_);
   std::vector<absl::Status> recv_out_of_step_ ABSL_GUARDED_BY(mutex_);
   std::vector<uint16_t> unplaced_ ABSL_GUARDED_BY(mutex_);  // per link, MarkUnplaced's counts (wrapping)
+  std::atomic<bool> any_unplaced_{false};                  // set once unplaced_ is not all zero
   bool wake_ ABSL_GUARDED_BY(mutex_) = false;
   // wake_, readable without the mutex, for the spin before sleep; wake_ alone decides.
   std::atomic<bool> woken_{false};

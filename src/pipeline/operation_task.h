@@ -72,7 +72,7 @@ struct OperationSpec {
   absl::Status refused;
   // Per link, the calls refused before this one without taking their places there
   // (Engine::MarkUnplaced), as the count stood when this call was made: sent in its envelopes,
-  // compared with the peer's in theirs.
+  // compared with the peer's in theirs. Empty while every count is 0 (UnplacedOn).
   std::vector<uint16_t> unplaced;
 };
 
@@ -293,6 +293,8 @@ class OperationTask {
   RecvBlock* SourceBlock(const SendBlock& block);
   // The envelope of a send block of this kind (frames: with its plan's layout).
   Envelope BlockEnvelope(const SendBlock& block, BlockKind kind) const;
+  // The spec's count of unplaced calls on the link to `peer`.
+  uint16_t UnplacedOn(int peer) const { return spec_.unplaced.empty() ? 0 : spec_.unplaced[peer]; }
 
   // --- receiving (operation_task_recv.cc)
   bool AdvanceRecvs(TaskContext& context);

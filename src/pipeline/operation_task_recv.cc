@@ -136,9 +136,9 @@ bool OperationTask::OnEnvelope(TaskContext& context, RecvBlock& block) {
   };
   // A call refused on one side only before it could take its places leaves this rank's call
   // paired with another than the peer's, however alike the two look (Engine::MarkUnplaced).
-  if (envelope->unplaced != spec_.unplaced[step.peer]) {
+  if (envelope->unplaced != UnplacedOn(step.peer)) {
     return mismatch(absl::FailedPreconditionError(absl::StrCat(
-        "peer ", step.peer, " counts ", envelope->unplaced, " and rank ", rank_, " ", spec_.unplaced[step.peer],
+        "peer ", step.peer, " counts ", envelope->unplaced, " and rank ", rank_, " ", UnplacedOn(step.peer),
         " calls between them refused before they took their places on the link (modulo 65536): one side refused a "
         "call that the other made, and this call pairs with another of the peer's")));
   }

@@ -48,7 +48,7 @@ Envelope OperationTask::BlockEnvelope(const SendBlock& block, BlockKind kind) co
   envelope.block_elements = BlockElements(step.chunk.count, block.index);
   envelope.run_first = block.run_first;
   envelope.run_blocks = block.run_blocks;
-  envelope.unplaced = spec_.unplaced[step.peer];
+  envelope.unplaced = UnplacedOn(step.peer);
   if (kind == BlockKind::kFrame) {
     envelope.raw_offset = block.plan.raw_offset;
     envelope.raw_bytes = block.plan.raw_bytes;
