@@ -87,7 +87,7 @@ ncclResult_t InitRank(ncclComm_t* comm, int nranks, const ncclUniqueId& id, int 
 // Destroys `comm` once its operations completed (bounded by its operation timeout); inside a
 // group at its end, together with the group's other destructions.
 ncclResult_t Destroy(ncclComm_t comm, bool abort, const char* function) {
-  if (comm == nullptr) return Report(absl::InvalidArgumentError(absl::StrCat(function, ": comm is NULL")));
+  if (comm == nullptr) return ncclSuccess;  // as NCCL's: nothing to destroy, like free(NULL)
   if (GroupHolds(comm) || comm->creating) {
     return Report(absl::FailedPreconditionError(absl::StrCat(
         function, ": the communicator is created or has operations in the open group; end the group first")));

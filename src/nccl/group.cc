@@ -73,10 +73,10 @@ ncclResult_t GroupEnd() {
     // path a call returns only once done, and one on the first communicator would wait for
     // the ranks of the next ones, which this thread has not posted yet (ncclCommInitAll).
     pipeline::ReturnWhenDoneScope post_all_first;
-    for (ncclComm* comm : ended.comms) {
-      posted.push_back(comm->communicator->GroupEnd());
-      comm->Track(posted.back());
-    }
+    // The group's Operation is not tracked for the async error: it covers the calls refused in
+    // the group too (argument errors, which only those calls and this GroupEnd return), and
+    // each posted call's own Operation is tracked already (Enqueue).
+    for (ncclComm* comm : ended.comms) posted.push_back(comm->communicator->GroupEnd());
   }
   if (ended.wait_at_end) {
     for (const Operation& operation : posted) status.Update(operation.Wait());

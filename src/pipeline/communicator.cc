@@ -106,6 +106,8 @@ struct Communicator::Impl {
   };
   absl::Mutex group_mutex;
   std::map<uint64_t, OpenGroup> groups ABSL_GUARDED_BY(group_mutex);  // by ThreadToken()
+  // Set by Abort: the destruction then does not wait for the other ranks.
+  std::atomic<bool> aborted{false};
 };
 
 Communicator::Communicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -132,7 +134,13 @@ Communicator::~Communicator() {
   }
   // The barrier makes sure every rank has finished with the others (every completed send
   // delivered) before the endpoints are closed; if a peer is gone it fails fast or times out.
-  if (absl::Status s = impl_->bootstrap->Barrier(absl::Now() + impl_->lanes->options().shutdown_timeout); !s.ok()) {
+  // An aborted communicator delivers nothing more and leaves at once, as NCCL's abort does: its
+  // peers' calls fail, and their barriers fail fast once its bootstrap closes (waiting for busy
+  // peers here made an abort take the whole shutdown timeout, 10 s by default).
+  if (impl_->aborted.load(std::memory_order_acquire)) {
+    UCCLZIP_LOG(kInfo) << "rank " << rank() << ": aborted; closing without waiting for the other ranks";
+  } else if (absl::Status s = impl_->bootstrap->Barrier(absl::Now() + impl_->lanes->options().shutdown_timeout);
+             !s.ok()) {
     UCCLZIP_LOG(kWarning) << "rank " << rank() << ": closing without the other ranks: " << s;
   }
   UCCLZIP_LOG(kInfo) << "rank " << rank() << ": communicator destroyed; " << StatsSummary(stats());
@@ -155,6 +163,7 @@ int Communicator::size() const { return impl_->lanes->size(); }
 bool Communicator::device_memory_direct() const { return impl_->lanes->device_memory_direct(); }
 
 void Communicator::Abort() {
+  impl_->aborted.store(true, std::memory_order_release);
   impl_->lanes->Abort(absl::AbortedError(absl::StrCat("rank ", rank(), " called Abort")));
 }
 

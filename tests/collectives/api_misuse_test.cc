@@ -13,6 +13,7 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "collective_test_util.h"
 #include "pipeline_test_util.h"
 
@@ -413,6 +414,31 @@ TEST(ApiMisuse, CallsAfterAbortFailAtOnce) {
       if (context.rank == 0) {
         if (absl::Status s = ExpectFailure(status, {"rank 0", "Abort"}, "a call after the abort"); !s.ok()) return s;
       }
+    }
+    return absl::OkStatus();
+  }));
+}
+
+// An aborted communicator is destroyed at once, without waiting for its peers at the shutdown
+// barrier (NCCL's abort is local; PyTorch aborts from its watchdog while peers are busy): here
+// rank 1 is busy for 3 s and the shutdown timeout is 5 s, and rank 0's destruction after its
+// abort took them all until the fix. Rank 1's own destruction then fails its barrier fast.
+TEST(ApiMisuse, AnAbortedCommunicatorIsDestroyedWithoutWaitingForItsPeers) {
+  ExpectRanksSucceeded(RunRanks({.world_size = 2, .kill_after = kKillAfter}, [&](const RankContext& context) -> absl::Status {
+    transport::TransportOptions options = ShortTimeoutOptions();
+    options.shutdown_timeout = absl::Seconds(5);
+    auto comm = CreateCommunicator(context, options);
+    if (!comm.ok()) return comm.status();
+    if (context.rank == 1) {
+      absl::SleepFor(absl::Seconds(3));
+      comm->reset();
+      return absl::OkStatus();
+    }
+    (*comm)->Abort();
+    const absl::Time start = absl::Now();
+    comm->reset();
+    if (const absl::Duration took = absl::Now() - start; took > absl::Seconds(2)) {
+      return absl::InternalError(absl::StrCat("rank 0: destroying the aborted communicator took ", absl::FormatDuration(took)));
     }
     return absl::OkStatus();
   }));

@@ -115,5 +115,15 @@ TEST_F(NcclMisuseOneRank, LifecycleCallsOutOfOrderAroundAGroupAreRefused) {
   ExpectFails(ncclGroupEnd(), ncclInvalidUsage, {"ncclGroupEnd without ncclGroupStart"}, "an extra end");
 }
 
+// As in NCCL, destroying or aborting a null communicator does nothing and succeeds, so that
+// clean-up code that checks every result works unchanged, in a group too.
+TEST(NcclMisuse, DestroyingOrAbortingANullCommunicatorDoesNothing) {
+  EXPECT_EQ(ncclCommDestroy(nullptr), ncclSuccess);
+  EXPECT_EQ(ncclCommAbort(nullptr), ncclSuccess);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  EXPECT_EQ(ncclCommDestroy(nullptr), ncclSuccess);
+  EXPECT_EQ(ncclGroupEnd(), ncclSuccess);
+}
+
 }  // namespace
 }  // namespace ucclzip::nccl

@@ -112,6 +112,11 @@ TEST_F(NcclOneRank, ACallRefusedInAGroupFailsItsGroupEnd) {
     EXPECT_EQ(ncclGroupEnd(), ncclSuccess) << LastError();
     EXPECT_EQ(ncclGroupEnd(), refused.result);
     EXPECT_TRUE(absl::StrContains(LastError(), refused.what)) << LastError();
+    // Only the call and its group's end return an argument error, as in NCCL: it is not the
+    // communicator's async error (a watchdog polling it would abort the job over it).
+    ncclResult_t async = ncclInternalError;
+    EXPECT_EQ(ncclCommGetAsyncError(comm_, &async), ncclSuccess);
+    EXPECT_EQ(async, ncclSuccess);
     EXPECT_EQ(out[3], 4.0f);  // the group's valid call ran
     out[3] = 0;
     ASSERT_EQ(ncclGroupStart(), ncclSuccess);
