@@ -12,7 +12,31 @@ constexpr size_t kMaxUnexpectedFrames = 4096;
 }  // namespace
 
 Bootstrap::Bootstrap(int rank, std::vector<Socket> peers)
-    : rank_(rank), size_(static_cast<int>(peers.size())), peers_(std::move(peers)), unexpected_(size_) {}
+    : rank_(rank), size_(static_cast<int>(peers.size())), peers_(std::move(peers)), broken_(size_), unexpected_(size_) {}
+
+absl::Status Bootstrap::SendTo(int peer, uint64_t tag, absl::string_view payload, absl::Time deadline) {
+  if (!broken_[peer].ok()) return broken_[peer];
+  bool began = false;
+  absl::Status sent = SendFrame(peers_[peer], tag, payload, deadline, &began);
+  if (!sent.ok() && began) {
+    broken_[peer] = absl::FailedPreconditionError(absl::StrCat(
+        "the connection to rank ", peer, " broke off in the middle of a message (", sent.message(),
+        "): it takes no further message"));
+  }
+  return sent;
+}
+
+absl::StatusOr<Frame> Bootstrap::RecvFrom(int peer, absl::Time deadline) {
+  if (!broken_[peer].ok()) return broken_[peer];
+  bool began = false;
+  absl::StatusOr<Frame> frame = RecvFrame(peers_[peer], deadline, &began);
+  if (!frame.ok() && began) {
+    broken_[peer] = absl::FailedPreconditionError(absl::StrCat(
+        "the connection from rank ", peer, " broke off in the middle of a message (", frame.status().message(),
+        "): nothing more is read from it"));
+  }
+  return frame;
+}
 
 absl::Status Bootstrap::CheckPeer(int peer, absl::string_view operation) const {
   if (peer < 0 || peer >= size_ || peer == rank_) {
@@ -29,7 +53,7 @@ absl::Status Bootstrap::Send(int peer, uint64_t tag, absl::string_view bytes, ab
   if (bytes.size() > kMaxFrameBytes) {
     return absl::InvalidArgumentError(absl::StrCat(context, ": larger than the bootstrap limit of ", kMaxFrameBytes));
   }
-  return WithContext(SendFrame(peers_[peer], tag, bytes, deadline), context);
+  return WithContext(SendTo(peer, tag, bytes, deadline), context);
 }
 
 absl::StatusOr<std::string> Bootstrap::Recv(int peer, uint64_t tag, absl::Time deadline) {
@@ -52,7 +76,7 @@ absl::StatusOr<std::string> Bootstrap::RecvTagged(int peer, uint64_t tag, absl::
   }
   auto context = absl::StrCat("rank ", rank_, ": bootstrap receive (tag ", tag, ") from rank ", peer);
   while (true) {
-    absl::StatusOr<Frame> frame = RecvFrame(peers_[peer], deadline);
+    absl::StatusOr<Frame> frame = RecvFrom(peer, deadline);
     if (!frame.ok()) return WithContext(frame.status(), context);
     if (frame->tag == kAbortTag) return WithContext(DecodeAbort(frame->payload), context);
     if (frame->tag == tag) return std::move(frame->payload);
@@ -69,7 +93,7 @@ void Bootstrap::BroadcastAbort(const absl::Status& why) {
   absl::Time deadline = absl::Now() + absl::Seconds(1);
   for (int peer = 1; peer < size_; ++peer) {
     // Best effort: a peer that is gone cannot be told, and the caller already has the error.
-    SendFrame(peers_[peer], kAbortTag, payload, deadline).IgnoreError();
+    SendTo(peer, kAbortTag, payload, deadline).IgnoreError();
   }
 }
 
@@ -77,7 +101,7 @@ absl::StatusOr<std::vector<std::string>> Bootstrap::AllGather(absl::string_view 
   const uint64_t tag = kCollectiveTagBase | collective_sequence_++;
   std::vector<std::string> all(size_);
   if (rank_ != 0) {
-    if (absl::Status s = SendFrame(peers_[0], tag, mine, deadline); !s.ok()) {
+    if (absl::Status s = SendTo(0, tag, mine, deadline); !s.ok()) {
       return WithContext(s, absl::StrCat("rank ", rank_, ": allgather, sending to rank 0"));
     }
     absl::StatusOr<std::string> gathered = RecvTagged(0, tag, deadline);
@@ -103,7 +127,7 @@ absl::StatusOr<std::vector<std::string>> Bootstrap::AllGather(absl::string_view 
   WireWriter writer;
   for (const std::string& entry : all) writer.String(entry);
   for (int peer = 1; peer < size_; ++peer) {
-    if (absl::Status s = SendFrame(peers_[peer], tag, writer.bytes(), deadline); !s.ok()) {
+    if (absl::Status s = SendTo(peer, tag, writer.bytes(), deadline); !s.ok()) {
       absl::Status failed = WithContext(s, absl::StrCat("rank 0: allgather, sending the result to rank ", peer));
       BroadcastAbort(failed);
       return failed;

@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "transport/bootstrap_wire.h"
 #include "transport/socket.h"
 #include "ucclzip/bootstrap.h"
 
@@ -46,6 +47,12 @@ class Bootstrap {
   Bootstrap(int rank, std::vector<Socket> peers);
 
   absl::Status CheckPeer(int peer, absl::string_view operation) const;
+  // SendFrame and RecvFrame on the connection to `peer`. A frame cut off part way (a timeout or
+  // failure after its first byte) leaves the stream out of step: read on, its bytes would be
+  // taken for frames of their own and handed to callers as messages. The connection then takes
+  // no further frame, and every later call on it fails, saying why.
+  absl::Status SendTo(int peer, uint64_t tag, absl::string_view payload, absl::Time deadline);
+  absl::StatusOr<Frame> RecvFrom(int peer, absl::Time deadline);
   absl::StatusOr<std::string> RecvTagged(int peer, uint64_t tag, absl::Time deadline);
   // Rank 0 tells every other rank that a collective failed, so that none waits for the deadline.
   void BroadcastAbort(const absl::Status& why);
@@ -53,6 +60,7 @@ class Bootstrap {
   int rank_;
   int size_;
   std::vector<Socket> peers_;  // peers_[rank_] stays empty
+  std::vector<absl::Status> broken_;  // per peer: why its connection takes no further frame
   std::vector<std::deque<std::pair<uint64_t, std::string>>> unexpected_;
   uint64_t collective_sequence_ = 0;
 };

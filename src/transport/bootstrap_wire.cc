@@ -10,16 +10,24 @@ constexpr size_t kMaxHostBytes = 256;
 constexpr size_t kMaxHelloBytes = 64 + kMaxTokenBytes;
 }  // namespace
 
-absl::Status SendFrame(const Socket& socket, uint64_t tag, absl::string_view payload, absl::Time deadline) {
+absl::Status SendFrame(const Socket& socket, uint64_t tag, absl::string_view payload, absl::Time deadline,
+                       bool* began) {
   WireWriter header;
   header.U64(tag).U64(payload.size());
-  if (absl::Status s = SendAll(socket, header.bytes().data(), header.bytes().size(), deadline); !s.ok()) return s;
+  const std::string& head = header.bytes();
+  // The first byte apart: until it has gone, a failure leaves the stream as it was.
+  if (absl::Status s = SendAll(socket, head.data(), 1, deadline); !s.ok()) return s;
+  if (began != nullptr) *began = true;
+  if (absl::Status s = SendAll(socket, head.data() + 1, head.size() - 1, deadline); !s.ok()) return s;
   return SendAll(socket, payload.data(), payload.size(), deadline);
 }
 
-absl::StatusOr<Frame> RecvFrame(const Socket& socket, absl::Time deadline) {
+absl::StatusOr<Frame> RecvFrame(const Socket& socket, absl::Time deadline, bool* began) {
   char header_bytes[16];
-  if (absl::Status s = RecvAll(socket, header_bytes, sizeof(header_bytes), deadline); !s.ok()) return s;
+  // The first byte apart: until it has arrived, a timeout leaves the stream as it was.
+  if (absl::Status s = RecvAll(socket, header_bytes, 1, deadline); !s.ok()) return s;
+  if (began != nullptr) *began = true;
+  if (absl::Status s = RecvAll(socket, header_bytes + 1, sizeof(header_bytes) - 1, deadline); !s.ok()) return s;
   WireReader header(absl::string_view(header_bytes, sizeof(header_bytes)));
   Frame frame;
   uint64_t length = 0;

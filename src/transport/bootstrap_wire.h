@@ -32,8 +32,11 @@ struct Frame {
   uint64_t tag = 0;
   std::string payload;
 };
-absl::Status SendFrame(const Socket& socket, uint64_t tag, absl::string_view payload, absl::Time deadline);
-absl::StatusOr<Frame> RecvFrame(const Socket& socket, absl::Time deadline);
+// `began`, where given, is set once the frame's first byte went or came: a failure after that
+// leaves the stream inside a frame, out of step for every later one.
+absl::Status SendFrame(const Socket& socket, uint64_t tag, absl::string_view payload, absl::Time deadline,
+                       bool* began = nullptr);
+absl::StatusOr<Frame> RecvFrame(const Socket& socket, absl::Time deadline, bool* began = nullptr);
 
 // First message on every connection, from the connecting rank.
 struct Hello {

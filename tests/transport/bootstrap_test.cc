@@ -12,8 +12,10 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "transport/bootstrap_wire.h"
 #include "transport/socket.h"
+#include "transport/wire_bytes.h"
 #include "ucclzip/bootstrap.h"
 
 namespace ucclzip::transport {
@@ -79,6 +81,39 @@ TEST(Bootstrap, AnotherRanksInheritedSocketIsClosed) {
   });
   ASSERT_GE(handed, 0);
   EXPECT_EQ(fcntl(handed, F_GETFD), -1) << "fd " << handed << " is still open";
+}
+
+// A message cut off part way (its receive timed out after its first bytes came) leaves the
+// connection inside it: read on, the rest of that message was taken for messages of its own.
+// Here the cut-off message's 16 payload bytes look like a whole message with tag 5, which rank 0
+// never sent: rank 1's next receive must fail, saying why, not return it.
+TEST(Bootstrap, AMessageCutOffPartWayClosesTheConnectionToFurtherMessages) {
+  RunThreads(2, [](int rank, const BootstrapConfig& config) {
+    absl::StatusOr<std::unique_ptr<Bootstrap>> bootstrap = Bootstrap::Create(config);
+    ASSERT_TRUE(bootstrap.ok()) << bootstrap.status();
+    Bootstrap& b = **bootstrap;
+    if (rank == 0) {
+      WireWriter inner;
+      inner.U64(5).U64(0);  // a whole frame's header: tag 5, no payload
+      WireWriter outer;
+      outer.U64(7).U64(inner.bytes().size());
+      ASSERT_EQ(send(b.peer_fd(1), outer.bytes().data(), outer.bytes().size(), MSG_NOSIGNAL),
+                static_cast<ssize_t>(outer.bytes().size()));
+      absl::SleepFor(absl::Milliseconds(500));
+      ASSERT_EQ(send(b.peer_fd(1), inner.bytes().data(), inner.bytes().size(), MSG_NOSIGNAL),
+                static_cast<ssize_t>(inner.bytes().size()));
+      absl::SleepFor(absl::Seconds(1));  // until rank 1 has read on
+      return;
+    }
+    const absl::StatusOr<std::string> cut = b.Recv(0, 7, absl::Now() + absl::Milliseconds(200));
+    EXPECT_EQ(cut.status().code(), absl::StatusCode::kDeadlineExceeded) << cut.status();
+    absl::SleepFor(absl::Milliseconds(600));  // the rest of the cut-off message has come
+    const absl::StatusOr<std::string> next = b.Recv(0, 5, absl::Now() + absl::Milliseconds(300));
+    ASSERT_FALSE(next.ok()) << "a message rank 0 never sent was received";
+    EXPECT_EQ(next.status().code(), absl::StatusCode::kFailedPrecondition) << next.status();
+    EXPECT_NE(next.status().message().find("in the middle of a message"), absl::string_view::npos) << next.status();
+    EXPECT_NE(next.status().message().find("rank 0"), absl::string_view::npos) << next.status();
+  });
 }
 
 TEST(Bootstrap, ReservePortNamesAnAddressItCannotUse) {
