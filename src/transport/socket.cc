@@ -30,7 +30,10 @@ int PollTimeoutMs(absl::Time deadline) {
   return static_cast<int>(absl::ToInt64Milliseconds(left) + 1);
 }
 
-absl::StatusOr<sockaddr_in> ResolveIpv4(const std::string& host, uint16_t port) {
+// A name that does not resolve yet may later (EAI_NONAME, EAI_AGAIN, EAI_NODATA): on Kubernetes
+// rank 0's service name resolves only once its pod is up. `may_resolve_later`, where given, says
+// whether the failure was such.
+absl::StatusOr<sockaddr_in> ResolveIpv4(const std::string& host, uint16_t port, bool* may_resolve_later = nullptr) {
   sockaddr_in address{};
   address.sin_family = AF_INET;
   address.sin_port = htons(port);
@@ -40,6 +43,7 @@ absl::StatusOr<sockaddr_in> ResolveIpv4(const std::string& host, uint16_t port) 
   hints.ai_socktype = SOCK_STREAM;
   addrinfo* found = nullptr;
   if (int rc = getaddrinfo(host.c_str(), nullptr, &hints, &found); rc != 0 || found == nullptr) {
+    if (may_resolve_later != nullptr) *may_resolve_later = rc == EAI_NONAME || rc == EAI_AGAIN || rc == EAI_NODATA;
     return absl::InvalidArgumentError(absl::StrCat("cannot resolve host '", host, "': ", gai_strerror(rc)));
   }
   address.sin_addr = reinterpret_cast<sockaddr_in*>(found->ai_addr)->sin_addr;
@@ -129,29 +133,36 @@ absl::StatusOr<Socket> AcceptUntil(const Socket& listener, absl::Time deadline) 
 }
 
 absl::StatusOr<Socket> ConnectWithRetry(const std::string& host, uint16_t port, absl::Time deadline) {
-  absl::StatusOr<sockaddr_in> address = ResolveIpv4(host, port);
-  if (!address.ok()) return address.status();
   absl::Duration backoff = absl::Milliseconds(10);
   std::string last_error = "no attempt made";
   while (true) {
-    Socket socket(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-    if (!socket.valid()) return absl::InternalError(absl::StrCat("socket(): ", ErrnoText(errno)));
-    int rc = connect(socket.fd(), reinterpret_cast<const sockaddr*>(&*address), sizeof(*address));
-    int err = rc == 0 ? 0 : errno;
-    if (err == EINPROGRESS) {
-      // The attempt may take at most the time left.
-      absl::Status ready = WaitReady(socket, POLLOUT, deadline, "connect");
-      socklen_t length = sizeof(err);
-      if (ready.ok()) getsockopt(socket.fd(), SOL_SOCKET, SO_ERROR, &err, &length);
-      else err = ETIMEDOUT;
+    // Resolved on every attempt: a name that does not resolve yet is waited for as a peer that
+    // does not listen yet is.
+    bool may_resolve_later = false;
+    absl::StatusOr<sockaddr_in> address = ResolveIpv4(host, port, &may_resolve_later);
+    if (!address.ok() && !may_resolve_later) return address.status();
+    if (address.ok()) {
+      Socket socket(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+      if (!socket.valid()) return absl::InternalError(absl::StrCat("socket(): ", ErrnoText(errno)));
+      int rc = connect(socket.fd(), reinterpret_cast<const sockaddr*>(&*address), sizeof(*address));
+      int err = rc == 0 ? 0 : errno;
+      if (err == EINPROGRESS) {
+        // The attempt may take at most the time left.
+        absl::Status ready = WaitReady(socket, POLLOUT, deadline, "connect");
+        socklen_t length = sizeof(err);
+        if (ready.ok()) getsockopt(socket.fd(), SOL_SOCKET, SO_ERROR, &err, &length);
+        else err = ETIMEDOUT;
+      }
+      if (err == 0) {
+        fcntl(socket.fd(), F_SETFL, fcntl(socket.fd(), F_GETFL) & ~O_NONBLOCK);
+        int one = 1;
+        setsockopt(socket.fd(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+        return socket;
+      }
+      last_error = ErrnoText(err);
+    } else {
+      last_error = std::string(address.status().message());
     }
-    if (err == 0) {
-      fcntl(socket.fd(), F_SETFL, fcntl(socket.fd(), F_GETFL) & ~O_NONBLOCK);
-      int one = 1;
-      setsockopt(socket.fd(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-      return socket;
-    }
-    last_error = ErrnoText(err);
     absl::Time now = absl::Now();
     if (now >= deadline) break;
     std::this_thread::sleep_for(absl::ToChronoNanoseconds(std::min(backoff, deadline - now)));

@@ -47,8 +47,10 @@ absl::StatusOr<std::string> PeerAddress(const Socket& socket);
 // Accepts one connection, or DeadlineExceeded.
 absl::StatusOr<Socket> AcceptUntil(const Socket& listener, absl::Time deadline);
 
-// Connects to host:port, retrying with exponential backoff (refused, unreachable, timed out)
-// until the deadline; the error then carries the last failure.
+// Connects to host:port, retrying with exponential backoff (refused, unreachable, timed out, a
+// name that does not resolve yet) until the deadline; the error then carries the last failure.
+// A name lookup itself is not bounded by the deadline (getaddrinfo takes what the resolver
+// takes).
 absl::StatusOr<Socket> ConnectWithRetry(const std::string& host, uint16_t port, absl::Time deadline);
 
 // Sends or receives exactly `bytes` bytes. A closed connection is Unavailable, a passed deadline

@@ -116,6 +116,20 @@ TEST(Bootstrap, AMessageCutOffPartWayClosesTheConnectionToFurtherMessages) {
   });
 }
 
+// Rank 0's name may not resolve yet when the others start (on Kubernetes a pod's service name
+// resolves once the pod is up): connecting waits for it until the deadline, as for a rank 0
+// that does not listen yet, and then names the host and the lookup's failure. It failed at once.
+TEST(Bootstrap, ANameThatDoesNotResolveYetIsWaitedForUntilTheDeadline) {
+  const absl::Time start = absl::Now();
+  const absl::StatusOr<Socket> connected =
+      ConnectWithRetry("no-such-host-yet.invalid", 29999, start + absl::Milliseconds(300));
+  ASSERT_FALSE(connected.ok());
+  EXPECT_EQ(connected.status().code(), absl::StatusCode::kDeadlineExceeded) << connected.status();
+  EXPECT_GE(absl::Now() - start, absl::Milliseconds(250));
+  EXPECT_NE(connected.status().message().find("cannot resolve host 'no-such-host-yet.invalid'"), absl::string_view::npos)
+      << connected.status();
+}
+
 TEST(Bootstrap, ReservePortNamesAnAddressItCannotUse) {
   // A documentation address (RFC 5737) that no interface of this host has: bind fails at once.
   absl::StatusOr<ReservedPort> reserved = ReservePort("192.0.2.1");
