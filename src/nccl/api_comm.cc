@@ -76,10 +76,12 @@ ncclResult_t InitRank(ncclComm_t* comm, int nranks, const ncclUniqueId& id, int 
       raw->creating = false;
       return status;
     });
+    RegisterLive(raw);
     *comm = created.release();
     return ncclSuccess;
   }
   if (absl::Status status = Create(raw, nranks, id, rank); !status.ok()) return Report(status);
+  RegisterLive(raw);
   *comm = created.release();
   return ncclSuccess;
 }
@@ -88,6 +90,7 @@ ncclResult_t InitRank(ncclComm_t* comm, int nranks, const ncclUniqueId& id, int 
 // group at its end, together with the group's other destructions.
 ncclResult_t Destroy(ncclComm_t comm, bool abort, const char* function) {
   if (comm == nullptr) return ncclSuccess;  // as NCCL's: nothing to destroy, like free(NULL)
+  if (absl::Status live = CheckLive(comm, function); !live.ok()) return Report(live);
   if (GroupHolds(comm) || comm->creating) {
     return Report(absl::FailedPreconditionError(absl::StrCat(
         function, ": the communicator is created or has operations in the open group; end the group first")));
@@ -105,6 +108,7 @@ ncclResult_t Destroy(ncclComm_t comm, bool abort, const char* function) {
         comm->WaitForAll(comm->communicator->options().op_timeout);
       }
     }
+    UnregisterLive(comm);
     delete comm;
     return absl::OkStatus();
   };
@@ -121,6 +125,7 @@ ncclResult_t Destroy(ncclComm_t comm, bool abort, const char* function) {
 }  // namespace
 }  // namespace ucclzip::nccl
 
+using ucclzip::nccl::CheckLive;
 using ucclzip::nccl::CheckUsable;
 using ucclzip::nccl::Report;
 
@@ -165,7 +170,7 @@ ncclResult_t ncclCommAbort(ncclComm_t comm) { return ucclzip::nccl::Destroy(comm
 
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
   if (asyncError == nullptr) return Report(absl::InvalidArgumentError("ncclCommGetAsyncError: asyncError is NULL"));
-  if (comm == nullptr) return Report(absl::InvalidArgumentError("ncclCommGetAsyncError: comm is NULL"));
+  if (absl::Status live = CheckLive(comm, "ncclCommGetAsyncError"); !live.ok()) return Report(live);
   *asyncError = Report(comm->AsyncError());
   return ncclSuccess;
 }
@@ -185,7 +190,7 @@ ncclResult_t ncclCommUserRank(const ncclComm_t comm, int* rank) {
 }
 
 ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int* device) {
-  if (comm == nullptr) return Report(absl::InvalidArgumentError("ncclCommCuDevice: comm is NULL"));
+  if (absl::Status live = CheckLive(comm, "ncclCommCuDevice"); !live.ok()) return Report(live);
   if (device == nullptr) return Report(absl::InvalidArgumentError("ncclCommCuDevice: device is NULL"));
   *device = comm->cuda_device;
   return ncclSuccess;

@@ -5,6 +5,7 @@
 #include <nccl.h>
 
 #include "absl/strings/str_cat.h"
+#include "nccl/comm.h"
 #include "nccl/status.h"
 #include "transport/message_tag.h"
 
@@ -82,15 +83,14 @@ ncclResult_t ncclCommInitAll(ncclComm_t* comm, int ndev, const int* devlist) {
 
 // Registration only speeds NCCL up; ucclzip takes every buffer as it is.
 ncclResult_t ncclCommRegister(const ncclComm_t comm, void* buff, size_t, void** handle) {
-  if (comm == nullptr || handle == nullptr) {
-    return Report(absl::InvalidArgumentError("ncclCommRegister: comm or handle is NULL"));
-  }
+  if (absl::Status live = ucclzip::nccl::CheckLive(comm, "ncclCommRegister"); !live.ok()) return Report(live);
+  if (handle == nullptr) return Report(absl::InvalidArgumentError("ncclCommRegister: handle is NULL"));
   *handle = buff;
   return ncclSuccess;
 }
 
 ncclResult_t ncclCommDeregister(const ncclComm_t comm, void*) {
-  if (comm == nullptr) return Report(absl::InvalidArgumentError("ncclCommDeregister: comm is NULL"));
+  if (absl::Status live = ucclzip::nccl::CheckLive(comm, "ncclCommDeregister"); !live.ok()) return Report(live);
   return ncclSuccess;
 }
 

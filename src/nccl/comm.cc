@@ -1,6 +1,9 @@
 #include "nccl/comm.h"
 
+#include <unordered_set>
+
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 
 void ncclComm::Track(const ucclzip::Operation& operation) {
   absl::MutexLock lock(&mutex_);
@@ -36,9 +39,42 @@ void ncclComm::ForgetCompletedLocked() {
 }
 
 namespace ucclzip::nccl {
+namespace {
+
+struct LiveCommunicators {
+  absl::Mutex mutex;
+  std::unordered_set<const ncclComm*> live ABSL_GUARDED_BY(mutex);
+};
+
+LiveCommunicators& Live() {
+  static auto* live = new LiveCommunicators;  // never destroyed: calls may come during exit
+  return *live;
+}
+
+}  // namespace
+
+void RegisterLive(const ncclComm* comm) {
+  absl::MutexLock lock(&Live().mutex);
+  Live().live.insert(comm);
+}
+
+void UnregisterLive(const ncclComm* comm) {
+  absl::MutexLock lock(&Live().mutex);
+  Live().live.erase(comm);
+}
+
+absl::Status CheckLive(const ncclComm* comm, const char* function) {
+  if (comm == nullptr) return absl::InvalidArgumentError(absl::StrCat(function, ": comm is NULL"));
+  absl::MutexLock lock(&Live().mutex);
+  if (!Live().live.contains(comm)) {
+    return absl::InvalidArgumentError(absl::StrCat(function, ": comm ", absl::StrFormat("%p", comm),
+                                                   " is not a communicator: destroyed already, or never created"));
+  }
+  return absl::OkStatus();
+}
 
 absl::Status CheckUsable(const ncclComm* comm, const char* function) {
-  if (comm == nullptr) return absl::InvalidArgumentError(absl::StrCat(function, ": comm is NULL"));
+  if (absl::Status live = CheckLive(comm, function); !live.ok()) return live;
   if (comm->creating) {
     return absl::FailedPreconditionError(absl::StrCat(
         function, ": the communicator is created only at the end of the group that called ncclCommInitRank"));

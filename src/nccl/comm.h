@@ -42,8 +42,17 @@ struct ncclComm {
 
 namespace ucclzip::nccl {
 
-// OK when `comm` can take operations, else InvalidArgument (null) or FailedPrecondition (its
-// creation or destruction is still pending in the open group, or its creation failed).
+// The communicators this process made and has not destroyed. A handle that is none of them (one
+// destroyed already, or never made) is refused by name: used, it would read freed memory, and a
+// second ncclCommDestroy would free it twice.
+void RegisterLive(const ncclComm* comm);
+void UnregisterLive(const ncclComm* comm);
+// OK when `comm` is live, else InvalidArgument (null included).
+absl::Status CheckLive(const ncclComm* comm, const char* function);
+
+// OK when `comm` can take operations, else InvalidArgument (null, or not live) or
+// FailedPrecondition (its creation or destruction is still pending in the open group, or its
+// creation failed).
 absl::Status CheckUsable(const ncclComm* comm, const char* function);
 
 }  // namespace ucclzip::nccl

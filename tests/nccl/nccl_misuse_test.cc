@@ -115,6 +115,32 @@ TEST_F(NcclMisuseOneRank, LifecycleCallsOutOfOrderAroundAGroupAreRefused) {
   ExpectFails(ncclGroupEnd(), ncclInvalidUsage, {"ncclGroupEnd without ncclGroupStart"}, "an extra end");
 }
 
+// A handle destroyed already, or one that was never a communicator, is refused by name by every
+// call that takes one; used, it read freed memory, and a second ncclCommDestroy freed it twice.
+TEST_F(NcclMisuseOneRank, AHandleThatIsNoLongerOrNeverWasACommunicatorIsRefused) {
+  ncclComm_t destroyed = comm_;
+  ASSERT_EQ(ncclCommDestroy(comm_), ncclSuccess) << LastError();
+  comm_ = nullptr;
+  int stranger_bytes[64] = {};
+  ncclComm_t stranger = reinterpret_cast<ncclComm_t>(stranger_bytes);
+  float x[4] = {1, 2, 3, 4}, y[4] = {};
+  int value = 0;
+  ncclResult_t async = ncclSuccess;
+  void* handle = nullptr;
+  for (ncclComm_t bad : {destroyed, stranger}) {
+    const std::string what = bad == destroyed ? "a destroyed communicator" : "a pointer to other memory";
+    const std::vector<std::string> says = {"is not a communicator"};
+    ExpectFails(ncclCommDestroy(bad), ncclInvalidArgument, says, what + ", destroyed");
+    ExpectFails(ncclCommAbort(bad), ncclInvalidArgument, says, what + ", aborted");
+    ExpectFails(ncclAllReduce(x, y, 4, ncclFloat32, ncclSum, bad, nullptr), ncclInvalidArgument, says, what + ", allreduce");
+    ExpectFails(ncclCommCount(bad, &value), ncclInvalidArgument, says, what + ", count");
+    ExpectFails(ncclCommCuDevice(bad, &value), ncclInvalidArgument, says, what + ", device");
+    ExpectFails(ncclCommGetAsyncError(bad, &async), ncclInvalidArgument, says, what + ", async error");
+    ExpectFails(ncclCommFinalize(bad), ncclInvalidArgument, says, what + ", finalize");
+    ExpectFails(ncclCommRegister(bad, x, sizeof(x), &handle), ncclInvalidArgument, says, what + ", register");
+  }
+}
+
 // As in NCCL, destroying or aborting a null communicator does nothing and succeeds, so that
 // clean-up code that checks every result works unchanged, in a group too.
 TEST(NcclMisuse, DestroyingOrAbortingANullCommunicatorDoesNothing) {
