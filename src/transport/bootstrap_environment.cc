@@ -8,6 +8,7 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "transport/bootstrap_wire.h"
 #include "ucclzip/bootstrap.h"
 
 namespace ucclzip {
@@ -41,6 +42,25 @@ absl::StatusOr<int64_t> IntFromEnv(std::initializer_list<const char*> names, int
                                                    found->second, "' is not an integer in [", min, ", ", max, "]"));
   }
   return value;
+}
+
+// Without UCCLZIP_TOKEN, the launcher's name for this job, which every rank of it shares: ranks
+// of another job on the same port (torchrun's default 29500 on a shared node), or a stale rank
+// of an earlier elastic restart, then present another token and are refused, where with no token
+// at all they passed the hello and took a rank's place. Empty where no launcher names the job.
+std::string JobToken() {
+  std::string token;
+  if (auto run = Env("TORCHELASTIC_RUN_ID")) {
+    token = absl::StrCat("torchelastic ", *run, " restart ", Env("TORCHELASTIC_RESTART_COUNT").value_or("0"));
+  } else if (auto job = Env("SLURM_JOB_ID")) {
+    token = absl::StrCat("slurm ", *job, " step ", Env("SLURM_STEP_ID").value_or("-"));
+  } else if (auto space = Env("PMIX_NAMESPACE")) {
+    token = absl::StrCat("pmix ", *space);
+  } else if (auto job = Env("OMPI_MCA_orte_ess_jobid")) {
+    token = absl::StrCat("ompi ", *job);
+  }
+  if (token.size() > transport::kMaxTokenBytes) token.resize(transport::kMaxTokenBytes);
+  return token;
 }
 
 }  // namespace
@@ -83,7 +103,7 @@ absl::StatusOr<BootstrapConfig> BootstrapConfigFromEnvironment() {
     config.port = static_cast<uint16_t>(*port);
     config.rank = static_cast<int>(*rank);
     config.world_size = static_cast<int>(*world_size);
-    if (auto token = Env("UCCLZIP_TOKEN")) config.token = *token;
+    config.token = Env("UCCLZIP_TOKEN").value_or(JobToken());
     if (config.rank == 0) {
       absl::StatusOr<int64_t> listen_fd = IntFromEnv({"UCCLZIP_LISTEN_FD"}, 0, INT32_MAX, -1);
       if (!listen_fd.ok()) return listen_fd.status();

@@ -23,7 +23,9 @@ class EnvironmentTest : public ::testing::Test {
     for (const char* name : {"UCCLZIP_UNIQUE_ID", "UCCLZIP_MASTER_ADDR", "UCCLZIP_MASTER_PORT", "UCCLZIP_RANK",
                              "UCCLZIP_WORLD_SIZE", "UCCLZIP_LOCAL_RANK", "UCCLZIP_TOKEN", "UCCLZIP_BOOTSTRAP_TIMEOUT",
                              "MASTER_ADDR", "MASTER_PORT", "RANK", "WORLD_SIZE", "LOCAL_RANK", "OMPI_COMM_WORLD_RANK",
-                             "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "UCCLZIP_LISTEN_FD", "UCCLZIP_HOST"}) {
+                             "OMPI_COMM_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_RANK", "UCCLZIP_LISTEN_FD", "UCCLZIP_HOST",
+                             "TORCHELASTIC_RUN_ID", "TORCHELASTIC_RESTART_COUNT", "SLURM_JOB_ID", "SLURM_STEP_ID",
+                             "PMIX_NAMESPACE", "OMPI_MCA_orte_ess_jobid"}) {
       unsetenv(name);
     }
   }
@@ -43,6 +45,35 @@ TEST_F(EnvironmentTest, TorchrunVariables) {
   EXPECT_EQ(config->world_size, 8);
   EXPECT_EQ(config->local_rank, 1);
   EXPECT_EQ(config->timeout, absl::Seconds(60));
+}
+
+// Without UCCLZIP_TOKEN the token is the launcher's name for the job (the first of torchrun's run
+// id and restart count, Slurm's job and step, PMIx's namespace, Open MPI's job id), so that ranks
+// of another job, or of an earlier elastic restart, on the same port are refused; UCCLZIP_TOKEN
+// wins; with neither it is empty, as before.
+TEST_F(EnvironmentTest, WithoutATokenTheLaunchersNameForTheJobIsTheToken) {
+  setenv("MASTER_ADDR", "10.1.2.3", 1);
+  setenv("MASTER_PORT", "29500", 1);
+  setenv("RANK", "1", 1);
+  setenv("WORLD_SIZE", "2", 1);
+  auto token = [] {
+    absl::StatusOr<BootstrapConfig> config = BootstrapConfigFromEnvironment();
+    EXPECT_TRUE(config.ok()) << config.status();
+    return config.ok() ? config->token : std::string("(failed)");
+  };
+  EXPECT_EQ(token(), "");
+  setenv("OMPI_MCA_orte_ess_jobid", "4242", 1);
+  EXPECT_EQ(token(), "ompi 4242");
+  setenv("PMIX_NAMESPACE", "prterun-node1-77@1", 1);
+  EXPECT_EQ(token(), "pmix prterun-node1-77@1");
+  setenv("SLURM_JOB_ID", "901", 1);
+  setenv("SLURM_STEP_ID", "3", 1);
+  EXPECT_EQ(token(), "slurm 901 step 3");
+  setenv("TORCHELASTIC_RUN_ID", "job-a", 1);
+  setenv("TORCHELASTIC_RESTART_COUNT", "2", 1);
+  EXPECT_EQ(token(), "torchelastic job-a restart 2");
+  setenv("UCCLZIP_TOKEN", "secret", 1);
+  EXPECT_EQ(token(), "secret");
 }
 
 TEST_F(EnvironmentTest, MpirunVariablesWithUcclzipOverrides) {
