@@ -120,6 +120,14 @@ absl::StatusOr<BootstrapConfig> BootstrapConfigFromEnvironment() {
               "bootstrap from the environment: UCCLZIP_LISTEN_FD='", *listen_fd, "' is not a listening socket",
               queried ? "" : absl::StrCat(" (", std::strerror(errno), ")")));
         }
+        // The other ranks connect over IPv4 TCP, and rank 0 tells them the addresses it sees:
+        // a Unix or IPv6 socket listened, but gave them none they could reach.
+        int domain = 0;
+        length = sizeof(domain);
+        if (getsockopt(static_cast<int>(*listen_fd), SOL_SOCKET, SO_DOMAIN, &domain, &length) != 0 || domain != AF_INET) {
+          return absl::InvalidArgumentError(absl::StrCat("bootstrap from the environment: UCCLZIP_LISTEN_FD='",
+                                                         *listen_fd, "' listens, but is not an IPv4 TCP socket"));
+        }
         config.listen_fd = static_cast<int>(*listen_fd);
       }
     }

@@ -5,8 +5,11 @@
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
+#include <cstddef>
+#include <cstring>
 #include <string>
 #include <utility>
 
@@ -218,6 +221,23 @@ TEST_F(EnvironmentTest, ListenFdThatIsNoListeningSocketIsRefused) {
   }
   EXPECT_NE(fcntl(file, F_GETFD), -1);
   EXPECT_NE(fcntl(unlistened, F_GETFD), -1);
+  // A Unix socket that listens: the other ranks connect over IPv4 TCP, and the rank table would
+  // have told them 0.0.0.0.
+  const int unix_socket = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(unix_socket, 0);
+  sockaddr_un unix_address{};
+  unix_address.sun_family = AF_UNIX;
+  const std::string name = absl::StrCat("ucclzip-env-test-", getpid());  // abstract: no file
+  std::memcpy(unix_address.sun_path + 1, name.data(), name.size());
+  ASSERT_EQ(bind(unix_socket, reinterpret_cast<const sockaddr*>(&unix_address),
+                 static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size())),
+            0);
+  ASSERT_EQ(listen(unix_socket, 1), 0);
+  setenv("UCCLZIP_LISTEN_FD", std::to_string(unix_socket).c_str(), 1);
+  const absl::Status unix_status = BootstrapConfigFromEnvironment().status();
+  EXPECT_EQ(unix_status.code(), absl::StatusCode::kInvalidArgument) << unix_status;
+  EXPECT_NE(unix_status.message().find("is not an IPv4 TCP socket"), absl::string_view::npos) << unix_status;
+  close(unix_socket);
   // A reserved port's socket is one.
   absl::StatusOr<ReservedPort> reserved = ReservePort();
   ASSERT_TRUE(reserved.ok()) << reserved.status();
