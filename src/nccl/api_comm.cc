@@ -69,11 +69,11 @@ ncclResult_t InitRank(ncclComm_t* comm, int nranks, const ncclUniqueId& id, int 
   created->cuda_device = CurrentCudaDevice();
   ncclComm* raw = created.get();
   if (InGroup()) {
-    raw->creating = true;
+    raw->creating.store(true);
     DeferToGroupEnd([raw, nranks, id, rank] {
       absl::Status status = Create(raw, nranks, id, rank);
       raw->creation_failure = status;
-      raw->creating = false;
+      raw->creating.store(false, std::memory_order_release);
       return status;
     });
     RegisterLive(raw);
@@ -91,7 +91,7 @@ ncclResult_t InitRank(ncclComm_t* comm, int nranks, const ncclUniqueId& id, int 
 ncclResult_t Destroy(ncclComm_t comm, bool abort, const char* function) {
   if (comm == nullptr) return ncclSuccess;  // as NCCL's: nothing to destroy, like free(NULL)
   if (absl::Status live = CheckLive(comm, function); !live.ok()) return Report(live);
-  if (GroupHolds(comm) || comm->creating) {
+  if (GroupHolds(comm) || comm->creating.load(std::memory_order_acquire)) {
     return Report(absl::FailedPreconditionError(absl::StrCat(
         function, ": the communicator is created or has operations in the open group; end the group first")));
   }
@@ -171,6 +171,12 @@ ncclResult_t ncclCommAbort(ncclComm_t comm) { return ucclzip::nccl::Destroy(comm
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t* asyncError) {
   if (asyncError == nullptr) return Report(absl::InvalidArgumentError("ncclCommGetAsyncError: asyncError is NULL"));
   if (absl::Status live = CheckLive(comm, "ncclCommGetAsyncError"); !live.ok()) return Report(live);
+  // As NCCL's for a communicator whose creation has not finished (here: created at the end of
+  // the open group).
+  if (comm->creating.load(std::memory_order_acquire)) {
+    *asyncError = ncclInProgress;
+    return ncclSuccess;
+  }
   *asyncError = Report(comm->AsyncError());
   return ncclSuccess;
 }

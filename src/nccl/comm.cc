@@ -12,6 +12,7 @@ void ncclComm::Track(const ucclzip::Operation& operation) {
 }
 
 absl::Status ncclComm::AsyncError() {
+  if (creating.load(std::memory_order_acquire)) return absl::OkStatus();
   if (!creation_failure.ok()) return creation_failure;
   absl::MutexLock lock(&mutex_);
   ForgetCompletedLocked();
@@ -75,7 +76,7 @@ absl::Status CheckLive(const ncclComm* comm, const char* function) {
 
 absl::Status CheckUsable(const ncclComm* comm, const char* function) {
   if (absl::Status live = CheckLive(comm, function); !live.ok()) return live;
-  if (comm->creating) {
+  if (comm->creating.load(std::memory_order_acquire)) {
     return absl::FailedPreconditionError(absl::StrCat(
         function, ": the communicator is created only at the end of the group that called ncclCommInitRank"));
   }

@@ -5,6 +5,7 @@
 
 #include <nccl.h>
 
+#include <atomic>
 #include <memory>
 #include <vector>
 
@@ -18,11 +19,15 @@ struct ncclComm {
   // Null until it is created (at once, or at the end of the group that asked for it), and
   // where its creation failed.
   std::unique_ptr<ucclzip::Communicator> communicator;
-  bool creating = false;    // its creation waits for the end of the open group
+  // Its creation waits for the end of the open group. Atomic: another thread (a watchdog
+  // polling ncclCommGetAsyncError) may look while the group's end creates it, and the creation's
+  // writes (communicator, its failure) are visible once this reads false.
+  std::atomic<bool> creating{false};
   bool destroying = false;  // its destruction waits for the end of the open group
   int cuda_device = -1;  // -1 where no CUDA device is usable
   // Why its creation at the end of a group failed (OK otherwise): its async error from then on,
-  // as NCCL's for a non-blocking communicator. Set before that group's ncclGroupEnd returns.
+  // as NCCL's for a non-blocking communicator. Written before `creating` turns false, and read
+  // only after.
   absl::Status creation_failure;
 
   // Remembers an operation until it completes; its failure becomes the async error.

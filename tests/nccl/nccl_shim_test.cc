@@ -4,6 +4,7 @@
 #include <nccl.h>
 #include <stdlib.h>
 
+#include <atomic>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -139,7 +140,21 @@ TEST(NcclAsyncError, ACommunicatorWhoseCreationFailedInAGroupReportsIt) {
   ASSERT_EQ(ncclGroupStart(), ncclSuccess);
   ASSERT_EQ(ncclCommInitRankConfig(&comm, 1, id, 0, &config), ncclSuccess) << LastError();
   ASSERT_NE(comm, nullptr);
+  // Until the group's end creates it, its async error is ncclInProgress, as NCCL's; a watchdog
+  // thread may poll it meanwhile (under ThreadSanitizer: the creation's writes race no read).
+  ncclResult_t pending = ncclSuccess;
+  EXPECT_EQ(ncclCommGetAsyncError(comm, &pending), ncclSuccess);
+  EXPECT_EQ(pending, ncclInProgress);
+  std::atomic<bool> ended{false};
+  std::thread watchdog([&] {
+    while (!ended.load()) {
+      ncclResult_t polled = ncclSuccess;
+      EXPECT_EQ(ncclCommGetAsyncError(comm, &polled), ncclSuccess);
+    }
+  });
   const ncclResult_t created = ncclGroupEnd();
+  ended.store(true);
+  watchdog.join();
   ASSERT_NE(created, ncclSuccess);
   ASSERT_NE(created, ncclInProgress);
   const std::string why = LastError();
