@@ -12,7 +12,6 @@ void ncclComm::Track(const ucclzip::Operation& operation) {
 }
 
 absl::Status ncclComm::AsyncError() {
-  if (creating.load(std::memory_order_acquire)) return absl::OkStatus();
   if (!creation_failure.ok()) return creation_failure;
   absl::MutexLock lock(&mutex_);
   ForgetCompletedLocked();

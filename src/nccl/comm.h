@@ -33,7 +33,7 @@ struct ncclComm {
   // Remembers an operation until it completes; its failure becomes the async error.
   void Track(const ucclzip::Operation& operation);
   // Its creation's failure, else the first failure among the tracked operations (OK if none
-  // failed so far).
+  // failed so far). Only once `creating` read false.
   absl::Status AsyncError();
   // Waits up to `timeout` for every tracked operation.
   void WaitForAll(absl::Duration timeout);
