@@ -175,8 +175,10 @@ TEST(ConcurrentCallers, OneCommunicatorFromSeveralThreadsThenAbortFromAnother) {
     for (std::thread* t : {&poster, &reducer, &aborter, &reader}) t->join();
     absl::Status unfinished;
     std::thread waiter([&] {
+      // Not done after the wait is what fails here: a call may end with DeadlineExceeded itself
+      // (UCX's endpoint timeout, where an aborted peer's process has already gone).
       for (const Tracked& t : pending.Take()) {
-        if (absl::Status s = t.operation.Wait(absl::Seconds(60)); absl::IsDeadlineExceeded(s)) unfinished.Update(s);
+        if (absl::Status s = t.operation.Wait(absl::Seconds(60)); !t.operation.Test()) unfinished.Update(s);
       }
     });
     waiter.join();
