@@ -7,12 +7,21 @@
 
 namespace ucclzip::transport {
 namespace {
-// A peer that floods us with messages nobody asked for is broken; stop buffering.
+// A peer that floods us with messages nobody asked for is broken; stop buffering. Bounded by
+// bytes as well as by count: 4096 frames of the frame limit would be 256 GiB.
 constexpr size_t kMaxUnexpectedFrames = 4096;
+constexpr uint64_t kMaxUnexpectedBytes = 4 * kMaxFrameBytes;
+// What an allgather's result frame spends on each entry besides its bytes (its length).
+constexpr uint64_t kAllGatherEntryOverhead = sizeof(uint32_t);
 }  // namespace
 
 Bootstrap::Bootstrap(int rank, std::vector<Socket> peers)
-    : rank_(rank), size_(static_cast<int>(peers.size())), peers_(std::move(peers)), broken_(size_), unexpected_(size_) {}
+    : rank_(rank),
+      size_(static_cast<int>(peers.size())),
+      peers_(std::move(peers)),
+      broken_(size_),
+      unexpected_(size_),
+      unexpected_bytes_(size_, 0) {}
 
 absl::Status Bootstrap::SendTo(int peer, uint64_t tag, absl::string_view payload, absl::Time deadline) {
   if (!broken_[peer].ok()) return broken_[peer];
@@ -65,11 +74,12 @@ absl::StatusOr<std::string> Bootstrap::Recv(int peer, uint64_t tag, absl::Time d
   return RecvTagged(peer, tag, deadline);
 }
 
-absl::StatusOr<std::string> Bootstrap::RecvTagged(int peer, uint64_t tag, absl::Time deadline) {
+absl::StatusOr<std::string> Bootstrap::RecvTagged(int peer, uint64_t tag, absl::Time deadline, bool* peer_aborted) {
   auto& waiting = unexpected_[peer];
   for (auto it = waiting.begin(); it != waiting.end(); ++it) {
     if (it->first == tag) {
       std::string payload = std::move(it->second);
+      unexpected_bytes_[peer] -= payload.size();
       waiting.erase(it);
       return payload;
     }
@@ -78,20 +88,32 @@ absl::StatusOr<std::string> Bootstrap::RecvTagged(int peer, uint64_t tag, absl::
   while (true) {
     absl::StatusOr<Frame> frame = RecvFrom(peer, deadline);
     if (!frame.ok()) return WithContext(frame.status(), context);
-    if (frame->tag == kAbortTag) return WithContext(DecodeAbort(frame->payload), context);
-    if (frame->tag == tag) return std::move(frame->payload);
-    if (waiting.size() >= kMaxUnexpectedFrames) {
-      return absl::ResourceExhaustedError(
-          absl::StrCat(context, ": more than ", kMaxUnexpectedFrames, " unclaimed messages from that rank"));
+    if (frame->tag == kAbortTag) {
+      if (peer_aborted != nullptr) *peer_aborted = true;
+      return WithContext(DecodeAbort(frame->payload), context);
     }
+    if (frame->tag == tag) return std::move(frame->payload);
+    if (waiting.size() >= kMaxUnexpectedFrames ||
+        unexpected_bytes_[peer] + frame->payload.size() > kMaxUnexpectedBytes) {
+      // The message is dropped: a later receive of its tag would wait for it in vain, so the
+      // connection takes no further message, and every call on it says why.
+      broken_[peer] = absl::ResourceExhaustedError(absl::StrCat(
+          "rank ", peer, " sent more than this rank buffers of messages nobody asked for (", waiting.size(),
+          " messages, ", unexpected_bytes_[peer], " bytes, then a message of ", frame->payload.size(),
+          " bytes with tag ", frame->tag, "; limits ", kMaxUnexpectedFrames, " messages and ", kMaxUnexpectedBytes,
+          " bytes)"));
+      return WithContext(broken_[peer], context);
+    }
+    unexpected_bytes_[peer] += frame->payload.size();
     waiting.emplace_back(frame->tag, std::move(frame->payload));
   }
 }
 
-void Bootstrap::BroadcastAbort(const absl::Status& why) {
+void Bootstrap::BroadcastAbort(const absl::Status& why, int skip) {
   std::string payload = EncodeVerdict(why);
   absl::Time deadline = absl::Now() + absl::Seconds(1);
   for (int peer = 1; peer < size_; ++peer) {
+    if (peer == skip) continue;
     // Best effort: a peer that is gone cannot be told, and the caller already has the error.
     SendTo(peer, kAbortTag, payload, deadline).IgnoreError();
   }
@@ -100,6 +122,21 @@ void Bootstrap::BroadcastAbort(const absl::Status& why) {
 absl::StatusOr<std::vector<std::string>> Bootstrap::AllGather(absl::string_view mine, absl::Time deadline) {
   const uint64_t tag = kCollectiveTagBase | collective_sequence_++;
   std::vector<std::string> all(size_);
+  // The result is one frame: a contribution that cannot fit there fails here, by name, and
+  // fails the collective on every rank at once rather than at the deadline.
+  const uint64_t room = kMaxFrameBytes - kAllGatherEntryOverhead * size_;
+  if (mine.size() > room) {
+    absl::Status refused = absl::InvalidArgumentError(
+        absl::StrCat("rank ", rank_, ": bootstrap allgather contribution of ", mine.size(),
+                     " bytes exceeds the limit of ", room, " bytes for a world of ", size_));
+    if (rank_ == 0) {
+      BroadcastAbort(refused);
+    } else {
+      // Rank 0 reads the abort in place of the contribution and tells the others.
+      SendTo(0, kAbortTag, EncodeVerdict(refused), deadline).IgnoreError();  // rank 0 may be gone
+    }
+    return refused;
+  }
   if (rank_ != 0) {
     if (absl::Status s = SendTo(0, tag, mine, deadline); !s.ok()) {
       return WithContext(s, absl::StrCat("rank ", rank_, ": allgather, sending to rank 0"));
@@ -116,13 +153,25 @@ absl::StatusOr<std::vector<std::string>> Bootstrap::AllGather(absl::string_view 
   }
   all[0] = std::string(mine);
   for (int peer = 1; peer < size_; ++peer) {
-    absl::StatusOr<std::string> part = RecvTagged(peer, tag, deadline);
+    bool peer_aborted = false;
+    absl::StatusOr<std::string> part = RecvTagged(peer, tag, deadline, &peer_aborted);
     if (!part.ok()) {
       absl::Status failed = WithContext(part.status(), absl::StrCat("allgather: rank ", peer, " did not contribute"));
-      BroadcastAbort(failed);
+      // A rank that sent an abort in place of its contribution knows why already: told again,
+      // it would read the abort as the failure of its next collective.
+      BroadcastAbort(failed, peer_aborted ? peer : -1);
       return failed;
     }
     all[peer] = std::move(*part);
+  }
+  uint64_t result_bytes = 0;
+  for (const std::string& entry : all) result_bytes += kAllGatherEntryOverhead + entry.size();
+  if (result_bytes > kMaxFrameBytes) {
+    absl::Status failed = absl::InvalidArgumentError(
+        absl::StrCat("rank 0: bootstrap allgather result of ", result_bytes, " bytes from ", size_,
+                     " ranks exceeds the limit of ", kMaxFrameBytes, " bytes"));
+    BroadcastAbort(failed);
+    return failed;
   }
   WireWriter writer;
   for (const std::string& entry : all) writer.String(entry);

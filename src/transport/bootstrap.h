@@ -53,15 +53,18 @@ class Bootstrap {
   // no further frame, and every later call on it fails, saying why.
   absl::Status SendTo(int peer, uint64_t tag, absl::string_view payload, absl::Time deadline);
   absl::StatusOr<Frame> RecvFrom(int peer, absl::Time deadline);
-  absl::StatusOr<std::string> RecvTagged(int peer, uint64_t tag, absl::Time deadline);
-  // Rank 0 tells every other rank that a collective failed, so that none waits for the deadline.
-  void BroadcastAbort(const absl::Status& why);
+  // `peer_aborted`, where given, is set when the peer sent an abort in place of the message.
+  absl::StatusOr<std::string> RecvTagged(int peer, uint64_t tag, absl::Time deadline, bool* peer_aborted = nullptr);
+  // Rank 0 tells every other rank but `skip` that a collective failed, so that none waits for
+  // the deadline.
+  void BroadcastAbort(const absl::Status& why, int skip = -1);
 
   int rank_;
   int size_;
   std::vector<Socket> peers_;  // peers_[rank_] stays empty
   std::vector<absl::Status> broken_;  // per peer: why its connection takes no further frame
   std::vector<std::deque<std::pair<uint64_t, std::string>>> unexpected_;
+  std::vector<uint64_t> unexpected_bytes_;  // per peer: the payload bytes held in unexpected_
   uint64_t collective_sequence_ = 0;
 };
 

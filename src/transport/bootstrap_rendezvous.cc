@@ -165,15 +165,24 @@ absl::StatusOr<std::vector<Socket>> Join(const BootstrapConfig& config, absl::Ti
   std::vector<bool> seen(config.world_size, false);
   for (int r = 0; r < rank; ++r) seen[r] = true;  // only higher ranks connect here
   int expected = config.world_size - 1 - rank;
+  std::vector<std::string> refused;
   while (expected > 0) {
     absl::StatusOr<Socket> connection = AcceptUntil(*mesh_listener, deadline);
     if (!connection.ok()) {
-      return absl::DeadlineExceededError(absl::StrCat("rank ", rank, ": bootstrap mesh: ", RankList(MissingRanks(seen, rank)),
-                                                      " never connected"));
+      return absl::DeadlineExceededError(
+          absl::StrCat("rank ", rank, ": bootstrap mesh: ", RankList(MissingRanks(seen, rank)), " never connected",
+                       refused.empty() ? "" : absl::StrCat(" (refused: ", absl::StrJoin(refused, "; "), ")")));
     }
     absl::StatusOr<Hello> peer_hello = RecvHello(*connection, std::min(deadline, absl::Now() + kHelloTimeout));
-    // Strangers and bad hellos are dropped; the rightful rank may still come.
-    if (!peer_hello.ok() || !CheckHello(*peer_hello, rank, config.world_size, config.token, seen).ok()) continue;
+    // Strangers and bad hellos are dropped, and named if the rightful rank never comes.
+    absl::Status verdict =
+        peer_hello.ok() ? CheckHello(*peer_hello, rank, config.world_size, config.token, seen) : peer_hello.status();
+    if (!verdict.ok()) {
+      refused.push_back(absl::StrCat("connection from ", PeerAddress(*connection).value_or("unknown address"), ": ",
+                                     verdict.message()));
+      UCCLZIP_LOG(kWarning) << "rank " << rank << ": bootstrap mesh refused " << refused.back();
+      continue;
+    }
     seen[peer_hello->rank] = true;
     peers[peer_hello->rank] = std::move(*connection);
     --expected;

@@ -1,7 +1,6 @@
 // GetUniqueId and its text form. The id carries rank 0's address and a random token; the
 // listening socket GetUniqueId opens waits in a per-process registry until rank 0's
 // configuration is made from the id, so that the port can never be taken in between.
-#include <fcntl.h>
 #include <netdb.h>
 #include <unistd.h>
 
@@ -117,7 +116,9 @@ absl::StatusOr<BootstrapConfig> BootstrapConfigFromUniqueId(const UniqueId& id, 
           "rank 0 must run in the process that called GetUniqueId (it holds the listening socket), and use the id once");
     }
     // Bind to every interface (as GetUniqueId did) but keep the advertised host for messages.
-    config.listen_fd = fcntl(it->second.fd(), F_DUPFD_CLOEXEC, 0);
+    // The descriptor itself moves to the config: a copy could fail (no descriptor left), and
+    // rank 0 would then listen anew, where the port may have been taken.
+    config.listen_fd = it->second.Release();
     Registry().erase(it);
   }
   return config;

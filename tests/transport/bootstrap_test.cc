@@ -152,6 +152,44 @@ TEST(Bootstrap, StrangerIsRefusedAndTheRendezvousGoesOn) {
   });
 }
 
+// A connection that rank 1's mesh refuses (here rank 2's, with the wrong token: rank 0 checked
+// the right one) is named in rank 1's error when rank 2 never comes, not dropped unsaid.
+TEST(Bootstrap, MeshRefusalsAreNamedWhenTheRankNeverComes) {
+  RunThreads(3, [](int rank, BootstrapConfig config) {
+    config.timeout = absl::Seconds(3);
+    if (rank != 2) {
+      absl::StatusOr<std::unique_ptr<Bootstrap>> bootstrap = Bootstrap::Create(config);
+      if (rank == 0) return;  // admitted every rank; its mesh is rank 1's and rank 2's business
+      ASSERT_EQ(bootstrap.status().code(), absl::StatusCode::kDeadlineExceeded) << bootstrap.status();
+      EXPECT_NE(bootstrap.status().message().find("rank 2 never connected (refused: connection from 127.0.0.1"),
+                absl::string_view::npos) << bootstrap.status();
+      EXPECT_NE(bootstrap.status().message().find("rank 2 presented the wrong token"), absl::string_view::npos)
+          << bootstrap.status();
+      return;
+    }
+    const absl::Time deadline = absl::Now() + absl::Seconds(5);
+    absl::StatusOr<Socket> root = ConnectWithRetry("127.0.0.1", config.port, deadline);
+    ASSERT_TRUE(root.ok()) << root.status();
+    Hello hello;
+    hello.rank = 2;
+    hello.world_size = 3;
+    hello.token = config.token;
+    ASSERT_TRUE(SendHello(*root, hello, deadline).ok());
+    absl::StatusOr<Frame> verdict = RecvFrame(*root, deadline);
+    ASSERT_TRUE(verdict.ok()) << verdict.status();
+    ASSERT_TRUE(DecodeVerdict(verdict->payload).ok());
+    absl::StatusOr<Frame> table_frame = RecvFrame(*root, deadline);
+    ASSERT_TRUE(table_frame.ok()) << table_frame.status();
+    absl::StatusOr<std::vector<MeshEndpoint>> table = DecodeTable(table_frame->payload, 3);
+    ASSERT_TRUE(table.ok()) << table.status();
+    absl::StatusOr<Socket> mesh = ConnectWithRetry("127.0.0.1", (*table)[1].port, deadline);
+    ASSERT_TRUE(mesh.ok()) << mesh.status();
+    hello.token = "not the token";
+    ASSERT_TRUE(SendHello(*mesh, hello, deadline).ok());
+    absl::SleepFor(absl::Seconds(4));  // holds rank 0's connection until rank 1 has given up
+  });
+}
+
 TEST(Bootstrap, FailedAllGatherReachesEveryRankFast) {
   RunThreads(3, [](int rank, const BootstrapConfig& config) {
     absl::StatusOr<std::unique_ptr<Bootstrap>> bootstrap = Bootstrap::Create(config);
@@ -162,6 +200,72 @@ TEST(Bootstrap, FailedAllGatherReachesEveryRankFast) {
     EXPECT_FALSE(status.ok());
     EXPECT_NE(status.message().find("rank 2 did not contribute"), absl::string_view::npos) << status;
     EXPECT_LT(absl::Now() - start, absl::Seconds(2)) << "rank " << rank << " waited for the deadline";
+  });
+}
+
+// The result of an allgather travels as one frame: a contribution too large for it is refused
+// by name on the rank that made it and fails the collective on every rank at once, and the
+// next collective runs as if nothing happened (no abort is left queued for it). Rank 1's
+// contribution fits a frame of its own, so that without the check it went out and the result
+// broke every connection from rank 0.
+TEST(Bootstrap, AnAllGatherContributionTooLargeForTheResultFailsEveryRankAtOnce) {
+  constexpr int kWorld = 3;
+  RunThreads(kWorld, [](int rank, const BootstrapConfig& config) {
+    absl::StatusOr<std::unique_ptr<Bootstrap>> bootstrap = Bootstrap::Create(config);
+    ASSERT_TRUE(bootstrap.ok()) << bootstrap.status();
+    const std::string too_large(kMaxFrameBytes - 4, 'x');
+    const absl::Time start = absl::Now();
+    absl::Status status = (*bootstrap)->AllGather(rank == 1 ? absl::string_view(too_large) : "small", start + absl::Seconds(10)).status();
+    EXPECT_LT(absl::Now() - start, absl::Seconds(3)) << "rank " << rank << " waited for the deadline";
+    ASSERT_FALSE(status.ok()) << "rank " << rank;
+    EXPECT_NE(status.message().find(absl::StrCat("contribution of ", too_large.size(), " bytes exceeds the limit")),
+              absl::string_view::npos) << status;
+    if (rank == 1) {
+      EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+      EXPECT_NE(status.message().find("rank 1:"), absl::string_view::npos) << status;
+    }
+    absl::StatusOr<std::vector<std::string>> next = (*bootstrap)->AllGather(absl::StrCat(rank), absl::Now() + absl::Seconds(10));
+    ASSERT_TRUE(next.ok()) << "rank " << rank << ": " << next.status();
+    EXPECT_EQ(*next, (std::vector<std::string>{"0", "1", "2"}));
+    // Contributions that fit one by one but not together: rank 0 refuses the result.
+    const std::string half(kMaxFrameBytes / 2, 'h');
+    status = (*bootstrap)->AllGather(half, absl::Now() + absl::Seconds(10)).status();
+    EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << "rank " << rank << ": " << status;
+    EXPECT_NE(status.message().find(absl::StrCat("allgather result of ", 3 * (half.size() + 4), " bytes from 3 ranks")),
+              absl::string_view::npos) << status;
+    next = (*bootstrap)->AllGather(absl::StrCat(rank), absl::Now() + absl::Seconds(10));
+    ASSERT_TRUE(next.ok()) << "rank " << rank << ": " << next.status();
+    EXPECT_EQ(*next, (std::vector<std::string>{"0", "1", "2"}));
+  });
+}
+
+// Messages nobody asked for are buffered up to a bound in bytes, not only in count: past it the
+// connection fails, saying why, where it used to buffer up to 4096 frames of 64 MiB.
+TEST(Bootstrap, UnclaimedMessagesAreBoundedInBytes) {
+  RunThreads(2, [](int rank, const BootstrapConfig& config) {
+    absl::StatusOr<std::unique_ptr<Bootstrap>> bootstrap = Bootstrap::Create(config);
+    ASSERT_TRUE(bootstrap.ok()) << bootstrap.status();
+    Bootstrap& b = **bootstrap;
+    const absl::Time deadline = absl::Now() + absl::Seconds(20);
+    if (rank == 1) {
+      const std::string large(kMaxFrameBytes / 2, 'u');
+      for (int i = 0; i < 9; ++i) {
+        if (!b.Send(0, 7, large, deadline).ok()) break;  // rank 0 may have stopped reading
+      }
+      b.Send(0, 8, "asked for", deadline).IgnoreError();
+      return;
+    }
+    absl::StatusOr<std::string> asked = b.Recv(1, 8, deadline);
+    ASSERT_FALSE(asked.ok()) << "4.5 frame limits of unclaimed messages were buffered";
+    EXPECT_EQ(asked.status().code(), absl::StatusCode::kResourceExhausted) << asked.status();
+    EXPECT_NE(asked.status().message().find("nobody asked for"), absl::string_view::npos) << asked.status();
+    EXPECT_NE(asked.status().message().find(absl::StrCat(4 * kMaxFrameBytes, " bytes")), absl::string_view::npos)
+        << asked.status();
+    // What was buffered intact is still delivered; past it the connection says why at once.
+    EXPECT_EQ(b.Recv(1, 7, deadline).value_or("").size(), kMaxFrameBytes / 2);
+    const absl::Time asked_again = absl::Now();
+    EXPECT_EQ(b.Recv(1, 8, asked_again + absl::Seconds(5)).status().code(), absl::StatusCode::kResourceExhausted);
+    EXPECT_LT(absl::Now() - asked_again, absl::Seconds(1));
   });
 }
 
