@@ -9,6 +9,7 @@
 #include "nccl/comm.h"
 #include "nccl/environment.h"
 #include "nccl/group.h"
+#include "nccl/profiling_names.h"
 #include "nccl/status.h"
 #include "ucclzip/bootstrap.h"
 
@@ -100,17 +101,20 @@ ncclResult_t Destroy(ncclComm_t comm, bool abort, const char* function) {
     return Report(absl::FailedPreconditionError(
         absl::StrCat(function, ": the communicator is already destroyed at the end of the open group")));
   }
-  auto destroy = [comm, abort] {
+  auto destroy = [comm, abort, function] {
+    // Operations still running when the wait gave up end with the communicator: the caller
+    // learns so, though the handle is gone either way.
+    absl::Status waited;
     if (comm->communicator != nullptr) {
       if (abort) {
         comm->communicator->Abort();
       } else {
-        comm->WaitForAll(comm->communicator->options().op_timeout);
+        waited = comm->WaitForAll(comm->communicator->options().op_timeout, function);
       }
     }
     UnregisterLive(comm);
     delete comm;
-    return absl::OkStatus();
+    return waited;
   };
   if (InGroup()) {
     // Until then no call may use it (CheckUsable): the group's end destroys it before it posts
@@ -159,9 +163,12 @@ ncclResult_t ncclCommFinalize(ncclComm_t comm) {
     return Report(absl::FailedPreconditionError(
         "ncclCommFinalize: the communicator has operations in the open group; end the group first"));
   }
-  comm->WaitForAll(comm->communicator->options().op_timeout);
-  // What the operations came to: the first failure among them, as ncclCommGetAsyncError says.
-  return Report(comm->AsyncError());
+  const absl::Status waited = comm->WaitForAll(comm->communicator->options().op_timeout, "ncclCommFinalize");
+  // What the operations came to: the first failure among them, as ncclCommGetAsyncError says;
+  // never success while one is still running (its buffers are still in use).
+  absl::Status outcome = comm->AsyncError();
+  outcome.Update(waited);
+  return Report(outcome);
 }
 
 ncclResult_t ncclCommDestroy(ncclComm_t comm) { return ucclzip::nccl::Destroy(comm, false, "ncclCommDestroy"); }
@@ -218,3 +225,18 @@ const char* ncclGetErrorString(ncclResult_t result) {
 }
 
 const char* ncclGetLastError(ncclComm_t) { return ucclzip::nccl::LastError(); }
+
+// The profiling twins of this file's functions (profiling_names.h).
+UCCLZIP_NCCL_PROFILING_TWIN(ncclGetVersion);
+UCCLZIP_NCCL_PROFILING_TWIN(ncclGetUniqueId);
+UCCLZIP_NCCL_PROFILING_TWIN(ncclCommInitRank);
+UCCLZIP_NCCL_PROFILING_TWIN(ncclCommInitRankConfig);
+UCCLZIP_NCCL_PROFILING_TWIN(ncclCommFinalize);
+UCCLZIP_NCCL_PROFILING_TWIN(ncclCommDestroy);
+UCCLZIP_NCCL_PROFILING_TWIN(ncclCommAbort);
+UCCLZIP_NCCL_PROFILING_TWIN(ncclCommGetAsyncError);
+UCCLZIP_NCCL_PROFILING_TWIN(ncclCommCount);
+UCCLZIP_NCCL_PROFILING_TWIN(ncclCommUserRank);
+UCCLZIP_NCCL_PROFILING_TWIN(ncclCommCuDevice);
+UCCLZIP_NCCL_PROFILING_TWIN(ncclGetErrorString);
+UCCLZIP_NCCL_PROFILING_TWIN(ncclGetLastError);

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "nccl/comm.h"
 #include "nccl/group.h"
+#include "nccl/profiling_names.h"
 #include "nccl/status.h"
 
 namespace ucclzip::nccl {
@@ -157,3 +158,15 @@ ncclResult_t ncclRecv(void* recvbuff, size_t count, ncclDataType_t datatype, int
 
 ncclResult_t ncclGroupStart() { return ucclzip::nccl::GroupStart(); }
 ncclResult_t ncclGroupEnd() { return ucclzip::nccl::GroupEnd(); }
+
+// The profiling twins of this file's functions (profiling_names.h).
+UCCLZIP_NCCL_PROFILING_TWIN(ncclAllReduce);
+UCCLZIP_NCCL_PROFILING_TWIN(ncclReduceScatter);
+UCCLZIP_NCCL_PROFILING_TWIN(ncclReduce);
+UCCLZIP_NCCL_PROFILING_TWIN(ncclAllGather);
+UCCLZIP_NCCL_PROFILING_TWIN(ncclBroadcast);
+UCCLZIP_NCCL_PROFILING_TWIN(ncclBcast);
+UCCLZIP_NCCL_PROFILING_TWIN(ncclSend);
+UCCLZIP_NCCL_PROFILING_TWIN(ncclRecv);
+UCCLZIP_NCCL_PROFILING_TWIN(ncclGroupStart);
+UCCLZIP_NCCL_PROFILING_TWIN(ncclGroupEnd);

@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "nccl/comm.h"
+#include "nccl/profiling_names.h"
 #include "nccl/status.h"
 #include "transport/message_tag.h"
 
@@ -123,3 +124,26 @@ ncclResult_t ncclScatter(const void*, void*, size_t, ncclDataType_t, int, ncclCo
   return Unsupported("ncclScatter");
 }
 ncclResult_t ncclGroupSimulateEnd(ncclSimInfo_t*) { return Unsupported("ncclGroupSimulateEnd"); }
+
+// The profiling twins of this file's functions (profiling_names.h).
+UCCLZIP_NCCL_PROFILING_TWIN(ncclMemAlloc);
+UCCLZIP_NCCL_PROFILING_TWIN(ncclMemFree);
+UCCLZIP_NCCL_PROFILING_TWIN(ncclCommInitAll);
+UCCLZIP_NCCL_PROFILING_TWIN(ncclCommRegister);
+UCCLZIP_NCCL_PROFILING_TWIN(ncclCommDeregister);
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wdeprecated-declarations"
+UCCLZIP_NCCL_PROFILING_TWIN(ncclResetDebugInit);
+#pragma GCC diagnostic pop
+UCCLZIP_NCCL_PROFILING_TWIN(ncclCommRevoke);
+UCCLZIP_NCCL_PROFILING_TWIN(ncclCommSplit);
+UCCLZIP_NCCL_PROFILING_TWIN(ncclCommShrink);
+UCCLZIP_NCCL_PROFILING_TWIN(ncclCommInitRankScalable);
+UCCLZIP_NCCL_PROFILING_TWIN(ncclCommWindowRegister);
+UCCLZIP_NCCL_PROFILING_TWIN(ncclCommWindowDeregister);
+UCCLZIP_NCCL_PROFILING_TWIN(ncclRedOpCreatePreMulSum);
+UCCLZIP_NCCL_PROFILING_TWIN(ncclRedOpDestroy);
+UCCLZIP_NCCL_PROFILING_TWIN(ncclAlltoAll);
+UCCLZIP_NCCL_PROFILING_TWIN(ncclGather);
+UCCLZIP_NCCL_PROFILING_TWIN(ncclScatter);
+UCCLZIP_NCCL_PROFILING_TWIN(ncclGroupSimulateEnd);

@@ -1,5 +1,6 @@
 #include "nccl/comm.h"
 
+#include <algorithm>
 #include <unordered_set>
 
 #include "absl/strings/str_cat.h"
@@ -18,16 +19,26 @@ absl::Status ncclComm::AsyncError() {
   return async_error_;
 }
 
-void ncclComm::WaitForAll(absl::Duration timeout) {
-  std::vector<ucclzip::Operation> waiting;
-  {
-    absl::MutexLock lock(&mutex_);
-    waiting = in_flight_;
+absl::Status ncclComm::WaitForAll(absl::Duration quiet_limit, const char* function) {
+  while (true) {
+    std::vector<ucclzip::Operation> waiting;
+    {
+      absl::MutexLock lock(&mutex_);
+      ForgetCompletedLocked();
+      waiting = in_flight_;
+    }
+    if (waiting.empty()) return absl::OkStatus();
+    const absl::Time deadline = absl::Now() + quiet_limit;
+    for (const ucclzip::Operation& operation : waiting) operation.Wait(deadline - absl::Now()).IgnoreError();
+    const auto completed = std::count_if(waiting.begin(), waiting.end(),
+                                         [](const ucclzip::Operation& operation) { return operation.Test(); });
+    if (completed == 0) {
+      return absl::DeadlineExceededError(absl::StrCat(
+          function, ": rank ", communicator->rank(), " of ", communicator->size(), ": ", waiting.size(),
+          waiting.size() == 1 ? " operation" : " operations", " still running after ",
+          absl::FormatDuration(quiet_limit), " without any completing"));
+    }
   }
-  const absl::Time deadline = absl::Now() + timeout;
-  for (const ucclzip::Operation& operation : waiting) operation.Wait(deadline - absl::Now()).IgnoreError();
-  absl::MutexLock lock(&mutex_);
-  ForgetCompletedLocked();
 }
 
 void ncclComm::ForgetCompletedLocked() {

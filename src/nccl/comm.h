@@ -35,8 +35,10 @@ struct ncclComm {
   // Its creation's failure, else the first failure among the tracked operations (OK if none
   // failed so far). Only once `creating` read false.
   absl::Status AsyncError();
-  // Waits up to `timeout` for every tracked operation.
-  void WaitForAll(absl::Duration timeout);
+  // Waits for every tracked operation to complete, as long as one of them completes every
+  // `quiet_limit` (a long queue of healthy operations drains); fails, naming `function`, this
+  // rank and how many are left, once a whole `quiet_limit` passes without any completing.
+  absl::Status WaitForAll(absl::Duration quiet_limit, const char* function);
 
  private:
   void ForgetCompletedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);

@@ -13,9 +13,11 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "nccl/comm.h"
 #include "nccl/environment.h"
 #include "nccl/status.h"
 #include "nccl_one_rank.h"
+#include "ucclzip/communicator.h"
 
 namespace ucclzip::nccl {
 namespace {
@@ -127,6 +129,19 @@ TEST_F(NcclOneRank, ACallRefusedInAGroupFailsItsGroupEnd) {
   }
 }
 
+// The profiling twins are the shim's own functions: a tool that interposes on ncclAllReduce and
+// calls on through pncclAllReduce stays on ucclzip's communicator.
+TEST_F(NcclOneRank, TheProfilingTwinsAreTheShimsFunctions) {
+  int count = 0;
+  EXPECT_EQ(pncclCommCount(comm_, &count), ncclSuccess) << LastError();
+  EXPECT_EQ(count, 1);
+  float in[3] = {1, 2, 3}, out[3] = {};
+  EXPECT_EQ(pncclAllReduce(in, out, 3, ncclFloat32, ncclMax, comm_, nullptr), ncclSuccess) << LastError();
+  EXPECT_EQ(out[2], 3.0f);
+  EXPECT_EQ(pncclAllReduce(in, out, 3, static_cast<ncclDataType_t>(99), ncclSum, comm_, nullptr), ncclInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(LastError(), "ncclAllReduce: datatype 99")) << LastError();
+}
+
 // A non-blocking communicator created in a group whose creation fails: NCCL sets the failure
 // as the communicator's async error (ncclCommSetAsyncError for !config.blocking), which is
 // what a program that polls ncclCommGetAsyncError after ncclGroupEnd reads. Here the id is
@@ -164,6 +179,33 @@ TEST(NcclAsyncError, ACommunicatorWhoseCreationFailedInAGroupReportsIt) {
   int count = 0;
   EXPECT_EQ(ncclCommCount(comm, &count), ncclInvalidUsage);
   EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess) << LastError();
+}
+
+// ncclCommFinalize waits for the communicator's operations and never reports success while one
+// is still running: the caller would free buffers that are still in use. It used to wait one
+// operation timeout and then report the failures so far, which were none for a receive that
+// fails only a moment after that (its timeout counts from when it stopped making progress).
+// The receive is posted through the C++ API: the shim's own calls on host buffers return only
+// once they are done.
+TEST(NcclFinalize, NeverSucceedsWhileAnOperationIsStillRunning) {
+  setenv("UCCLZIP_OP_TIMEOUT", "0.5", 1);
+  ncclComm_t comms[2] = {nullptr, nullptr};
+  const ncclResult_t created = ncclCommInitAll(comms, 2, nullptr);
+  unsetenv("UCCLZIP_OP_TIMEOUT");
+  ASSERT_EQ(created, ncclSuccess) << LastError();
+  std::vector<float> never_sent(1024, 1.0f);
+  const Operation receive = comms[0]->communicator->Recv(never_sent.data(), never_sent.size(), DataType::kFloat32,
+                                                         1, nullptr);
+  ASSERT_FALSE(receive.Test()) << receive.Wait(absl::ZeroDuration());
+  comms[0]->Track(receive);
+  const absl::Time start = absl::Now();
+  EXPECT_EQ(ncclCommFinalize(comms[0]), ncclRemoteError) << LastError();
+  EXPECT_TRUE(absl::StrContains(LastError(), "rank 0")) << LastError();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (ncclComm_t comm : comms) EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess) << LastError();
+  EXPECT_EQ(ncclGroupEnd(), ncclSuccess) << LastError();
+  EXPECT_TRUE(receive.Test());
 }
 
 }  // namespace
