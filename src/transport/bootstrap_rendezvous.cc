@@ -57,7 +57,7 @@ absl::StatusOr<std::vector<Socket>> AdmitAll(const BootstrapConfig& config, absl
   if (config.listen_fd >= 0) {
     listener = Socket(config.listen_fd);
   } else {
-    absl::StatusOr<Socket> bound = ListenTcp(config.host, config.port, std::max(config.world_size, 128));
+    absl::StatusOr<Socket> bound = ListenTcpEveryInterface(config.host, config.port, std::max(config.world_size, 128));
     if (!bound.ok()) return WithContext(bound.status(), "rank 0: bootstrap");
     listener = std::move(*bound);
   }

@@ -62,6 +62,24 @@ absl::Status WaitReady(const Socket& socket, short events, absl::Time deadline, 
   }
 }
 
+// Binds and listens on `address`; errors name `where`.
+absl::StatusOr<Socket> Listen(const sockaddr_in& address, const std::string& where, int backlog) {
+  Socket socket(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!socket.valid()) return absl::InternalError(absl::StrCat("socket(): ", ErrnoText(errno)));
+  // SO_REUSEADDR only skips TIME_WAIT leftovers; Linux still refuses a port someone listens on.
+  int one = 1;
+  setsockopt(socket.fd(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  if (bind(socket.fd(), reinterpret_cast<const sockaddr*>(&address), sizeof(address)) != 0) {
+    int err = errno;
+    auto message = absl::StrCat("cannot listen on ", where, ": ", ErrnoText(err));
+    return err == EADDRINUSE ? absl::AlreadyExistsError(message) : absl::UnavailableError(message);
+  }
+  if (listen(socket.fd(), backlog) != 0) {
+    return absl::UnavailableError(absl::StrCat("listen on ", where, ": ", ErrnoText(errno)));
+  }
+  return socket;
+}
+
 }  // namespace
 
 Socket& Socket::operator=(Socket&& other) noexcept {
@@ -81,20 +99,24 @@ void Socket::Close() {
 absl::StatusOr<Socket> ListenTcp(const std::string& host, uint16_t port, int backlog) {
   absl::StatusOr<sockaddr_in> address = ResolveIpv4(host, port);
   if (!address.ok()) return address.status();
-  Socket socket(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!socket.valid()) return absl::InternalError(absl::StrCat("socket(): ", ErrnoText(errno)));
-  // SO_REUSEADDR only skips TIME_WAIT leftovers; Linux still refuses a port someone listens on.
-  int one = 1;
-  setsockopt(socket.fd(), SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  if (bind(socket.fd(), reinterpret_cast<const sockaddr*>(&*address), sizeof(*address)) != 0) {
-    int err = errno;
-    auto message = absl::StrCat("cannot listen on ", host, ":", port, ": ", ErrnoText(err));
-    return err == EADDRINUSE ? absl::AlreadyExistsError(message) : absl::UnavailableError(message);
+  return Listen(*address, absl::StrCat(host, ":", port), backlog);
+}
+
+absl::StatusOr<Socket> ListenTcpEveryInterface(const std::string& host, uint16_t port, int backlog) {
+  absl::StatusOr<sockaddr_in> address = ResolveIpv4(host, 0);
+  if (!address.ok()) return address.status();
+  // Only a bind says whether the address is this host's; the probe's port is any free one.
+  Socket probe(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (!probe.valid()) return absl::InternalError(absl::StrCat("socket(): ", ErrnoText(errno)));
+  if (bind(probe.fd(), reinterpret_cast<const sockaddr*>(&*address), sizeof(*address)) != 0) {
+    return absl::UnavailableError(absl::StrCat("cannot listen on ", host, ":", port, ": '", host,
+                                               "' is not an address of this host (", ErrnoText(errno), ")"));
   }
-  if (listen(socket.fd(), backlog) != 0) {
-    return absl::UnavailableError(absl::StrCat("listen on ", host, ":", port, ": ", ErrnoText(errno)));
-  }
-  return socket;
+  sockaddr_in every_interface{};
+  every_interface.sin_family = AF_INET;
+  every_interface.sin_addr.s_addr = htonl(INADDR_ANY);
+  every_interface.sin_port = htons(port);
+  return Listen(every_interface, absl::StrCat(host, ":", port, " (on every interface)"), backlog);
 }
 
 absl::StatusOr<uint16_t> LocalPort(const Socket& socket) {

@@ -37,6 +37,11 @@ class Socket {
 // Binds and listens on host:port (IPv4; port 0 picks a free port). An address already in use is
 // an error, never silently shared.
 absl::StatusOr<Socket> ListenTcp(const std::string& host, uint16_t port, int backlog);
+// Listens on `port` on every interface, for a rank 0 that the others reach at `host`: they may
+// reach it at another address than `host` means here (Debian maps a host's own name to
+// 127.0.1.1), as torchrun's store allows. `host` must still be an address of this host, so
+// that a rank 0 started elsewhere than where the others look for it fails at once.
+absl::StatusOr<Socket> ListenTcpEveryInterface(const std::string& host, uint16_t port, int backlog);
 
 // The local port a socket is bound to.
 absl::StatusOr<uint16_t> LocalPort(const Socket& socket);

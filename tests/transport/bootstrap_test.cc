@@ -190,6 +190,50 @@ TEST(Bootstrap, MeshRefusalsAreNamedWhenTheRankNeverComes) {
   });
 }
 
+// Rank 0 listens on every interface: the others may reach it at another address than the one
+// its own configuration names (on Debian a host's own name resolves to 127.0.1.1 there, and to
+// its network address everywhere else). Here rank 0 is told 127.0.0.2 and rank 1 comes to
+// 127.0.0.1; rank 0 used to listen on 127.0.0.2 alone, and rank 1 waited in vain.
+TEST(Bootstrap, RankZeroIsReachedAtAnyOfItsAddresses) {
+  uint16_t port = 0;
+  {
+    absl::StatusOr<Socket> probe = ListenTcp("0.0.0.0", 0, 1);
+    ASSERT_TRUE(probe.ok()) << probe.status();
+    port = LocalPort(*probe).value();
+  }
+  std::vector<std::thread> ranks;
+  for (int rank = 0; rank < 2; ++rank) {
+    ranks.emplace_back([rank, port] {
+      BootstrapConfig config;
+      config.host = rank == 0 ? "127.0.0.2" : "127.0.0.1";
+      config.port = port;
+      config.rank = rank;
+      config.world_size = 2;
+      config.timeout = absl::Seconds(3);
+      absl::StatusOr<std::unique_ptr<Bootstrap>> bootstrap = Bootstrap::Create(config);
+      ASSERT_TRUE(bootstrap.ok()) << "rank " << rank << ": " << bootstrap.status();
+      EXPECT_TRUE((*bootstrap)->Barrier(absl::Now() + absl::Seconds(5)).ok());
+    });
+  }
+  for (std::thread& rank : ranks) rank.join();
+}
+
+// A rank 0 whose configured address is not one of its host's (started on the wrong host) fails
+// at once, naming it, rather than waiting for ranks that look for it elsewhere.
+TEST(Bootstrap, RankZeroAtAnAddressOfAnotherHostFailsAtOnce) {
+  BootstrapConfig config;
+  config.host = "192.0.2.1";  // TEST-NET-1: no host's
+  config.rank = 0;
+  config.port = 29500;
+  config.world_size = 2;
+  config.timeout = absl::Seconds(10);
+  const absl::Time start = absl::Now();
+  const absl::Status status = Bootstrap::Create(config).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable) << status;
+  EXPECT_NE(status.message().find("'192.0.2.1' is not an address of this host"), absl::string_view::npos) << status;
+  EXPECT_LT(absl::Now() - start, absl::Seconds(1));
+}
+
 TEST(Bootstrap, FailedAllGatherReachesEveryRankFast) {
   RunThreads(3, [](int rank, const BootstrapConfig& config) {
     absl::StatusOr<std::unique_ptr<Bootstrap>> bootstrap = Bootstrap::Create(config);
