@@ -80,6 +80,19 @@ absl::StatusOr<Socket> Listen(const sockaddr_in& address, const std::string& whe
   return socket;
 }
 
+// Where nobody listens yet on a port of the ephemeral range, Linux may give the connecting end
+// that very port, and TCP's simultaneous open then connects the socket to itself: a rank would
+// read its own hello back as rank 0's answer.
+bool ConnectedToItself(const Socket& socket) {
+  sockaddr_in local{}, remote{};
+  socklen_t local_length = sizeof(local), remote_length = sizeof(remote);
+  if (getsockname(socket.fd(), reinterpret_cast<sockaddr*>(&local), &local_length) != 0 ||
+      getpeername(socket.fd(), reinterpret_cast<sockaddr*>(&remote), &remote_length) != 0) {
+    return false;
+  }
+  return local.sin_port == remote.sin_port && local.sin_addr.s_addr == remote.sin_addr.s_addr;
+}
+
 }  // namespace
 
 Socket& Socket::operator=(Socket&& other) noexcept {
@@ -175,13 +188,16 @@ absl::StatusOr<Socket> ConnectWithRetry(const std::string& host, uint16_t port, 
         if (ready.ok()) getsockopt(socket.fd(), SOL_SOCKET, SO_ERROR, &err, &length);
         else err = ETIMEDOUT;
       }
-      if (err == 0) {
+      if (err == 0 && ConnectedToItself(socket)) {
+        last_error = "connected to itself: nobody listens there yet, and the port is one of this host's ephemeral ones";
+      } else if (err == 0) {
         fcntl(socket.fd(), F_SETFL, fcntl(socket.fd(), F_GETFL) & ~O_NONBLOCK);
         int one = 1;
         setsockopt(socket.fd(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
         return socket;
+      } else {
+        last_error = ErrnoText(err);
       }
-      last_error = ErrnoText(err);
     } else {
       last_error = std::string(address.status().message());
     }

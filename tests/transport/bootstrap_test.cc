@@ -5,9 +5,15 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <net/if.h>
+#include <sched.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
+#include <cstring>
 #include <functional>
 #include <thread>
 
@@ -114,6 +120,37 @@ TEST(Bootstrap, AMessageCutOffPartWayClosesTheConnectionToFurtherMessages) {
     EXPECT_NE(next.status().message().find("in the middle of a message"), absl::string_view::npos) << next.status();
     EXPECT_NE(next.status().message().find("rank 0"), absl::string_view::npos) << next.status();
   });
+}
+
+// Where nobody listens yet on a port of the ephemeral range, Linux may give the connecting end
+// that very port, and the socket connects to itself (TCP's simultaneous open): a rank that
+// started before rank 0 read its own hello back. In a network namespace of its own whose
+// ephemeral range is that one port, the first attempt always does; the connection must go on
+// waiting for a listener instead. Root only (the namespace), as CI runs.
+TEST(Bootstrap, AConnectionToItselfIsNotTakenForThePeer) {
+  constexpr uint16_t kPort = 40000;
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (unshare(CLONE_NEWNET) != 0) _exit(77);
+    const int control = ::socket(AF_INET, SOCK_DGRAM, 0);
+    ifreq loopback{};
+    std::strncpy(loopback.ifr_name, "lo", IFNAMSIZ - 1);
+    loopback.ifr_flags = IFF_UP | IFF_LOOPBACK | IFF_RUNNING;
+    if (control < 0 || ioctl(control, SIOCSIFFLAGS, &loopback) != 0) _exit(3);
+    const std::string range = absl::StrCat(kPort, " ", kPort);
+    const int range_file = open("/proc/sys/net/ipv4/ip_local_port_range", O_WRONLY);
+    if (range_file < 0 || write(range_file, range.data(), range.size()) != static_cast<ssize_t>(range.size())) _exit(4);
+    close(range_file);
+    absl::StatusOr<Socket> connection = ConnectWithRetry("127.0.0.1", kPort, absl::Now() + absl::Milliseconds(300));
+    if (connection.ok()) _exit(1);  // connected to itself
+    _exit(absl::IsDeadlineExceeded(connection.status()) ? 0 : 2);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 77) GTEST_SKIP() << "no network namespace of its own (needs root)";
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "1: connected to itself; 2: another error; 3, 4: the namespace's setup failed";
 }
 
 // Rank 0's name may not resolve yet when the others start (on Kubernetes a pod's service name
