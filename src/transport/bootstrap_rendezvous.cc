@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "logging/logging.h"
+#include "transport/bootstrap_arrivals.h"
 #include "transport/bootstrap.h"
 #include "transport/bootstrap_wire.h"
 #include "transport/status_context.h"
@@ -12,8 +13,9 @@
 namespace ucclzip::transport {
 namespace {
 
-// A connection that has not said hello within this time is dropped, so that a silent stranger
-// cannot hold up the rendezvous.
+// A connection that has not begun its hello within this time, or not finished it within this
+// time of its first byte, is dropped. Connections are taken in the order their first bytes
+// arrive (Arrivals), so that a silent stranger holds up no rank's hello.
 constexpr absl::Duration kHelloTimeout = absl::Seconds(5);
 constexpr int kMaxWorldSize = 1 << 16;
 constexpr absl::Duration kRootAnswerGrace = absl::Seconds(2);
@@ -69,8 +71,9 @@ absl::StatusOr<std::vector<Socket>> AdmitAll(const BootstrapConfig& config, absl
   // Set where accepting failed before the deadline (an inherited descriptor that is no listening
   // socket, say): that, not "timed out ... never arrived", is then the error, at once.
   absl::Status accept_failed;
+  Arrivals arrivals(listener, kHelloTimeout);
   while (admitted < config.world_size - 1) {
-    absl::StatusOr<Socket> connection = AcceptUntil(listener, deadline);
+    absl::StatusOr<Socket> connection = arrivals.Next(deadline, &refused);
     if (!connection.ok()) {
       if (!absl::IsDeadlineExceeded(connection.status())) {
         accept_failed = WithContext(
@@ -166,8 +169,9 @@ absl::StatusOr<std::vector<Socket>> Join(const BootstrapConfig& config, absl::Ti
   for (int r = 0; r < rank; ++r) seen[r] = true;  // only higher ranks connect here
   int expected = config.world_size - 1 - rank;
   std::vector<std::string> refused;
+  Arrivals arrivals(*mesh_listener, kHelloTimeout);
   while (expected > 0) {
-    absl::StatusOr<Socket> connection = AcceptUntil(*mesh_listener, deadline);
+    absl::StatusOr<Socket> connection = arrivals.Next(deadline, &refused);
     if (!connection.ok()) {
       return absl::DeadlineExceededError(
           absl::StrCat("rank ", rank, ": bootstrap mesh: ", RankList(MissingRanks(seen, rank)), " never connected",

@@ -21,15 +21,6 @@ namespace {
 
 std::string ErrnoText(int err) { return std::strerror(err); }
 
-// Milliseconds until `deadline` for poll(), at least 0, at most a day. Capped before the
-// rounding up: an infinite timeout's deadline is INT64_MAX milliseconds away, and one more
-// overflowed to a timeout of 0, a poll that spun on its core until the peer came.
-int PollTimeoutMs(absl::Time deadline) {
-  const absl::Duration left = std::min(deadline - absl::Now(), absl::Hours(24));
-  if (left <= absl::ZeroDuration()) return 0;
-  return static_cast<int>(absl::ToInt64Milliseconds(left) + 1);
-}
-
 // A name that does not resolve yet may later (EAI_NONAME, EAI_AGAIN, EAI_NODATA): on Kubernetes
 // rank 0's service name resolves only once its pod is up. `may_resolve_later`, where given, says
 // whether the failure was such.
@@ -94,6 +85,15 @@ bool ConnectedToItself(const Socket& socket) {
 }
 
 }  // namespace
+
+int PollTimeoutMs(absl::Time deadline) {
+  // Capped before the rounding up: an infinite timeout's deadline is INT64_MAX milliseconds
+  // away, and one more overflowed to a timeout of 0, a poll that spun on its core until the
+  // peer came.
+  const absl::Duration left = std::min(deadline - absl::Now(), absl::Hours(24));
+  if (left <= absl::ZeroDuration()) return 0;
+  return static_cast<int>(absl::ToInt64Milliseconds(left) + 1);
+}
 
 Socket& Socket::operator=(Socket&& other) noexcept {
   if (this != &other) {

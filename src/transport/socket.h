@@ -34,6 +34,10 @@ class Socket {
   int fd_ = -1;
 };
 
+// Milliseconds until `deadline` for poll(): at least 0, at most a day (so never infinite, and
+// a poll wakes at the latest then to look again).
+int PollTimeoutMs(absl::Time deadline);
+
 // Binds and listens on host:port (IPv4; port 0 picks a free port). An address already in use is
 // an error, never silently shared.
 absl::StatusOr<Socket> ListenTcp(const std::string& host, uint16_t port, int backlog);

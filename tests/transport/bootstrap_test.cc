@@ -271,6 +271,26 @@ TEST(Bootstrap, RankZeroAtAnAddressOfAnotherHostFailsAtOnce) {
   EXPECT_LT(absl::Now() - start, absl::Seconds(1));
 }
 
+// Connections are taken in the order their hellos begin: silent strangers delay no rank. Each
+// of these three used to hold the rendezvous up for 5 s in turn, longer than its deadline.
+TEST(Bootstrap, SilentStrangersHoldUpNoRank) {
+  RunThreads(3, [](int rank, const BootstrapConfig& config) {
+    std::vector<Socket> strangers;
+    if (rank == 1) {
+      for (int i = 0; i < 3; ++i) {
+        absl::StatusOr<Socket> stranger = ConnectWithRetry("127.0.0.1", config.port, absl::Now() + absl::Seconds(5));
+        ASSERT_TRUE(stranger.ok()) << stranger.status();
+        strangers.push_back(std::move(*stranger));
+      }
+    }
+    const absl::Time start = absl::Now();
+    absl::StatusOr<std::unique_ptr<Bootstrap>> bootstrap = Bootstrap::Create(config);
+    ASSERT_TRUE(bootstrap.ok()) << "rank " << rank << ": " << bootstrap.status();
+    EXPECT_LT(absl::Now() - start, absl::Seconds(2)) << "rank " << rank;
+    EXPECT_TRUE((*bootstrap)->Barrier(absl::Now() + absl::Seconds(5)).ok());
+  });
+}
+
 TEST(Bootstrap, FailedAllGatherReachesEveryRankFast) {
   RunThreads(3, [](int rank, const BootstrapConfig& config) {
     absl::StatusOr<std::unique_ptr<Bootstrap>> bootstrap = Bootstrap::Create(config);
