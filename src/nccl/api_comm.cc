@@ -71,12 +71,13 @@ ncclResult_t InitRank(ncclComm_t* comm, int nranks, const ncclUniqueId& id, int 
   ncclComm* raw = created.get();
   if (InGroup()) {
     raw->creating.store(true);
-    DeferToGroupEnd([raw, nranks, id, rank] {
-      absl::Status status = Create(raw, nranks, id, rank);
+    auto created_as = [raw](absl::Status status) {
       raw->creation_failure = status;
       raw->creating.store(false, std::memory_order_release);
       return status;
-    });
+    };
+    DeferToGroupEnd({.run = [=] { return created_as(Create(raw, nranks, id, rank)); },
+                     .abandon = [=](const absl::Status& why) { return created_as(why); }});
     RegisterLive(raw);
     *comm = created.release();
     return ncclSuccess;
@@ -101,29 +102,31 @@ ncclResult_t Destroy(ncclComm_t comm, bool abort, const char* function) {
     return Report(absl::FailedPreconditionError(
         absl::StrCat(function, ": the communicator is already destroyed at the end of the open group")));
   }
-  auto destroy = [comm, abort, function] {
+  // `why`, where given, says why the group's end could not destroy it alongside the others: it
+  // is then aborted, which waits for no other rank.
+  auto destroy = [comm, abort, function](const absl::Status& why) {
     // Operations still running when the wait gave up end with the communicator: the caller
     // learns so, though the handle is gone either way.
-    absl::Status waited;
+    absl::Status outcome = why;
     if (comm->communicator != nullptr) {
-      if (abort) {
+      if (abort || !why.ok()) {
         comm->communicator->Abort();
       } else {
-        waited = comm->WaitForAll(comm->communicator->options().op_timeout, function);
+        outcome = comm->WaitForAll(comm->communicator->options().op_timeout, function);
       }
     }
     UnregisterLive(comm);
     delete comm;
-    return waited;
+    return outcome;
   };
   if (InGroup()) {
     // Until then no call may use it (CheckUsable): the group's end destroys it before it posts
     // the group's operations, which would then use a freed communicator.
     comm->destroying = true;
-    DeferToGroupEnd(destroy);
+    DeferToGroupEnd({.run = [=] { return destroy(absl::OkStatus()); }, .abandon = destroy});
     return ncclSuccess;
   }
-  return Report(destroy());
+  return Report(destroy(absl::OkStatus()));
 }
 
 }  // namespace

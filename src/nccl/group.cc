@@ -1,9 +1,12 @@
 #include "nccl/group.h"
 
 #include <algorithm>
+#include <system_error>
 #include <thread>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "nccl/comm.h"
 #include "nccl/status.h"
 #include "pipeline/stream_order.h"
@@ -15,19 +18,50 @@ struct Group {
   int depth = 0;
   std::vector<ncclComm*> comms;  // in the order they joined
   bool wait_at_end = false;
-  std::vector<std::function<absl::Status()>> deferred;
+  std::vector<DeferredStep> deferred;
   absl::Status error;  // the first call of the group that failed at once
 };
 
 thread_local Group group;
 
 // Runs the steps on a thread each (every one blocks until the other ranks take part) and
-// returns the first failure.
-absl::Status RunConcurrently(std::vector<std::function<absl::Status()>> steps) {
+// returns the first failure. Every thread is started before any step runs: a step left without
+// a thread would leave the ranks it waits for waiting until their timeout, so where a thread
+// cannot be started (the process is out of threads or memory) none runs, each is abandoned, and
+// the call fails, where an uncaught std::system_error used to end the process.
+absl::Status RunConcurrently(std::vector<DeferredStep> steps) {
+  absl::Mutex mutex;
+  bool released = false;
+  absl::Status not_started;
   std::vector<absl::Status> results(steps.size());
   std::vector<std::thread> threads;
-  for (size_t i = 0; i < steps.size(); ++i) threads.emplace_back([&, i] { results[i] = steps[i](); });
+  threads.reserve(steps.size());
+  auto body = [&](size_t i) {
+    absl::Status why;
+    {
+      absl::MutexLock lock(&mutex);
+      mutex.Await(absl::Condition(&released));
+      why = not_started;
+    }
+    results[i] = why.ok() ? steps[i].run() : steps[i].abandon(why);
+  };
+  for (size_t i = 0; i < steps.size(); ++i) {
+    try {
+      threads.emplace_back(body, i);
+    } catch (const std::system_error& failure) {
+      absl::MutexLock lock(&mutex);
+      not_started = absl::ResourceExhaustedError(absl::StrCat(
+          "ncclGroupEnd: could not start a thread for each of the group's ", steps.size(),
+          " communicator creations and destructions (", threads.size(), " started: ", failure.what(), ")"));
+      break;
+    }
+  }
+  {
+    absl::MutexLock lock(&mutex);
+    released = true;
+  }
   for (std::thread& thread : threads) thread.join();
+  for (size_t i = threads.size(); i < steps.size(); ++i) results[i] = steps[i].abandon(not_started);
   absl::Status first;
   for (const absl::Status& result : results) first.Update(result);
   return first;
@@ -48,7 +82,7 @@ bool GroupHolds(const ncclComm* comm) {
   return std::find(group.comms.begin(), group.comms.end(), comm) != group.comms.end();
 }
 
-void DeferToGroupEnd(std::function<absl::Status()> step) { group.deferred.push_back(std::move(step)); }
+void DeferToGroupEnd(DeferredStep step) { group.deferred.push_back(std::move(step)); }
 
 ncclResult_t ReportInGroup(const absl::Status& status) {
   if (InGroup()) group.error.Update(status);

@@ -24,9 +24,16 @@ void JoinGroup(ncclComm* comm, bool null_stream);
 // True if `comm` is in the thread's open group.
 bool GroupHolds(const ncclComm* comm);
 
-// Runs `step` (a creation or destruction) at the outermost ncclGroupEnd, concurrently with the
-// group's other deferred steps.
-void DeferToGroupEnd(std::function<absl::Status()> step);
+// A creation or destruction that waits for the end of the group.
+struct DeferredStep {
+  std::function<absl::Status()> run;
+  // Instead of `run`, where the group's end could not start a thread for every step: told why,
+  // it leaves the communicator in a state that waits for no other rank, and returns the failure.
+  std::function<absl::Status(const absl::Status& why)> abandon;
+};
+
+// Runs `step` at the outermost ncclGroupEnd, concurrently with the group's other deferred steps.
+void DeferToGroupEnd(DeferredStep step);
 
 // Reports a call's failure as Report does and, inside a group, keeps the group's first such
 // failure for the outermost ncclGroupEnd to return, as NCCL does (ncclGroupErrCheck).

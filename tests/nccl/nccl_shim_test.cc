@@ -3,8 +3,11 @@
 #include <gtest/gtest.h>
 #include <nccl.h>
 #include <stdlib.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <functional>
 #include <string>
@@ -127,6 +130,25 @@ TEST_F(NcclOneRank, ACallRefusedInAGroupFailsItsGroupEnd) {
     EXPECT_EQ(ncclGroupEnd(), ncclSuccess) << LastError();
     EXPECT_EQ(out[3], 4.0f);
   }
+}
+
+// ncclCommInitAll creates its ranks on a thread each at the group's end. A process out of
+// threads used to end there (an uncaught std::system_error); now no creation runs and the call
+// fails, naming why. The child (a fresh process: gtest's threadsafe death test) runs as
+// nobody with no thread to spare (RLIMIT_NPROC 0, which root would ignore).
+TEST(NcclGroupEnd, AProcessOutOfThreadsGetsAnErrorNotAnAbort) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root, to become a user whose thread limit holds";
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  const auto init_all_out_of_threads = [] {
+    const rlimit no_threads{0, 0};
+    if (setuid(65534) != 0 || setrlimit(RLIMIT_NPROC, &no_threads) != 0) _exit(3);
+    ncclComm_t comms[2] = {nullptr, nullptr};
+    const ncclResult_t result = ncclCommInitAll(comms, 2, nullptr);
+    std::fprintf(stderr, "result %d: %s\n", static_cast<int>(result), LastError());
+    _exit(result == ncclSystemError ? 0 : 1);
+  };
+  EXPECT_EXIT(init_all_out_of_threads(), ::testing::ExitedWithCode(0),
+              "result 2: ncclGroupEnd: could not start a thread for each of the group's 2");
 }
 
 // The profiling twins are the shim's own functions: a tool that interposes on ncclAllReduce and
