@@ -48,6 +48,20 @@ void RunThreads(int world_size, const std::function<void(int, const BootstrapCon
   for (auto& thread : threads) thread.join();
 }
 
+// Plays a rank by hand: connects to rank 0 at `port`, says `hello` and reads rank 0's answer.
+struct HelloAnswered {
+  Socket root;
+  Frame verdict;
+};
+absl::StatusOr<HelloAnswered> HelloByHand(uint16_t port, const Hello& hello, absl::Time deadline) {
+  absl::StatusOr<Socket> root = ConnectWithRetry("127.0.0.1", port, deadline);
+  if (!root.ok()) return root.status();
+  if (absl::Status said = SendHello(*root, hello, deadline); !said.ok()) return said;
+  absl::StatusOr<Frame> verdict = RecvFrame(*root, deadline);
+  if (!verdict.ok()) return verdict.status();
+  return HelloAnswered{std::move(*root), std::move(*verdict)};
+}
+
 TEST(Bootstrap, AllGatherBarrierAndPointToPointAmongFourRanks) {
   RunThreads(4, [](int rank, const BootstrapConfig& config) {
     absl::StatusOr<std::unique_ptr<Bootstrap>> bootstrap = Bootstrap::Create(config);
@@ -205,17 +219,14 @@ TEST(Bootstrap, MeshRefusalsAreNamedWhenTheRankNeverComes) {
       return;
     }
     const absl::Time deadline = absl::Now() + absl::Seconds(5);
-    absl::StatusOr<Socket> root = ConnectWithRetry("127.0.0.1", config.port, deadline);
-    ASSERT_TRUE(root.ok()) << root.status();
     Hello hello;
     hello.rank = 2;
     hello.world_size = 3;
     hello.token = config.token;
-    ASSERT_TRUE(SendHello(*root, hello, deadline).ok());
-    absl::StatusOr<Frame> verdict = RecvFrame(*root, deadline);
-    ASSERT_TRUE(verdict.ok()) << verdict.status();
-    ASSERT_TRUE(DecodeVerdict(verdict->payload).ok());
-    absl::StatusOr<Frame> table_frame = RecvFrame(*root, deadline);
+    absl::StatusOr<HelloAnswered> answered = HelloByHand(config.port, hello, deadline);
+    ASSERT_TRUE(answered.ok()) << answered.status();
+    ASSERT_TRUE(DecodeVerdict(answered->verdict.payload).ok());
+    absl::StatusOr<Frame> table_frame = RecvFrame(answered->root, deadline);
     ASSERT_TRUE(table_frame.ok()) << table_frame.status();
     absl::StatusOr<std::vector<MeshEndpoint>> table = DecodeTable(table_frame->payload, 3);
     ASSERT_TRUE(table.ok()) << table.status();
@@ -379,19 +390,15 @@ TEST(Bootstrap, OtherProtocolVersionIsToldWhy) {
       EXPECT_EQ(Bootstrap::Create(config).status().code(), absl::StatusCode::kDeadlineExceeded);
       return;
     }
-    const absl::Time deadline = absl::Now() + absl::Seconds(5);
-    absl::StatusOr<Socket> root = ConnectWithRetry("127.0.0.1", config.port, deadline);
-    ASSERT_TRUE(root.ok()) << root.status();
     Hello hello;
     hello.version = kBootstrapVersion + 1;
     hello.rank = 1;
     hello.world_size = 2;
     hello.token = config.token;
-    ASSERT_TRUE(SendHello(*root, hello, deadline).ok());
-    absl::StatusOr<Frame> verdict = RecvFrame(*root, deadline);
-    ASSERT_TRUE(verdict.ok()) << verdict.status();
-    EXPECT_EQ(verdict->tag, kVerdictTag);
-    const absl::Status why = DecodeVerdict(verdict->payload);
+    absl::StatusOr<HelloAnswered> answered = HelloByHand(config.port, hello, absl::Now() + absl::Seconds(5));
+    ASSERT_TRUE(answered.ok()) << answered.status();
+    EXPECT_EQ(answered->verdict.tag, kVerdictTag);
+    const absl::Status why = DecodeVerdict(answered->verdict.payload);
     EXPECT_EQ(why.code(), absl::StatusCode::kFailedPrecondition) << why;
     EXPECT_NE(why.message().find(absl::StrCat("version ", kBootstrapVersion + 1)), absl::string_view::npos) << why;
   });
