@@ -2,6 +2,7 @@
 // 128-byte ncclUniqueId is ucclzip's UniqueId (rank 0's address and port and a random token),
 // and the communicator's options come from the UCCLZIP_* variables (docs/CONFIGURATION.md).
 #include <nccl.h>
+#include <unistd.h>
 
 #include <cstring>
 
@@ -55,6 +56,15 @@ absl::Status Create(ncclComm* comm, int nranks, const ncclUniqueId& id, int rank
   return absl::OkStatus();
 }
 
+// Closes the listening socket that ncclGetUniqueId keeps for rank 0 of `id`, where rank 0's
+// creation is abandoned and will not take it: it would outlive the failure, port and all.
+void CloseRankZeroListener(const ncclUniqueId& id, int nranks) {
+  UniqueId ucclzip_id;
+  std::memcpy(ucclzip_id.bytes.data(), id.internal, ucclzip_id.bytes.size());
+  absl::StatusOr<BootstrapConfig> rank_zero = BootstrapConfigFromUniqueId(ucclzip_id, 0, nranks);
+  if (rank_zero.ok() && rank_zero->listen_fd >= 0) close(rank_zero->listen_fd);
+}
+
 ncclResult_t InitRank(ncclComm_t* comm, int nranks, const ncclUniqueId& id, int rank, const ncclConfig_t* config) {
   if (comm == nullptr) return Report(absl::InvalidArgumentError("ncclCommInitRank: comm is NULL"));
   *comm = nullptr;
@@ -77,7 +87,10 @@ ncclResult_t InitRank(ncclComm_t* comm, int nranks, const ncclUniqueId& id, int 
       return status;
     };
     DeferToGroupEnd({.run = [=] { return created_as(Create(raw, nranks, id, rank)); },
-                     .abandon = [=](const absl::Status& why) { return created_as(why); }});
+                     .abandon = [=](const absl::Status& why) {
+                       if (rank == 0) CloseRankZeroListener(id, nranks);
+                       return created_as(why);
+                     }});
     RegisterLive(raw);
     *comm = created.release();
     return ncclSuccess;

@@ -1,7 +1,7 @@
 #include "nccl/group.h"
 
 #include <algorithm>
-#include <system_error>
+#include <exception>
 #include <thread>
 #include <vector>
 
@@ -48,7 +48,7 @@ absl::Status RunConcurrently(std::vector<DeferredStep> steps) {
   for (size_t i = 0; i < steps.size(); ++i) {
     try {
       threads.emplace_back(body, i);
-    } catch (const std::system_error& failure) {
+    } catch (const std::exception& failure) {  // std::system_error, or std::bad_alloc
       absl::MutexLock lock(&mutex);
       not_started = absl::ResourceExhaustedError(absl::StrCat(
           "ncclGroupEnd: could not start a thread for each of the group's ", steps.size(),

@@ -1,6 +1,7 @@
 #include "transport/bootstrap.h"
 
 #include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
 #include "transport/bootstrap_wire.h"
 #include "transport/status_context.h"
 #include "transport/wire_bytes.h"
@@ -11,8 +12,33 @@ namespace {
 // bytes as well as by count: 4096 frames of the frame limit would be 256 GiB.
 constexpr size_t kMaxUnexpectedFrames = 4096;
 constexpr uint64_t kMaxUnexpectedBytes = 4 * kMaxFrameBytes;
-// What an allgather's result frame spends on each entry besides its bytes (its length).
+// An allgather's frames, both ways, are a verdict (its code and an empty message when OK) and
+// then entries (a contribution, or the result's), each with its length before it.
+constexpr uint64_t kAllGatherFrameOverhead = 2 * sizeof(uint32_t);
 constexpr uint64_t kAllGatherEntryOverhead = sizeof(uint32_t);
+
+// Entries follow only an OK verdict.
+std::string EncodeAllGatherFrame(const absl::Status& verdict, absl::Span<const absl::string_view> entries) {
+  WireWriter writer;
+  WriteVerdict(writer, verdict);
+  if (verdict.ok()) {
+    for (absl::string_view entry : entries) writer.String(entry);
+  }
+  return writer.bytes();
+}
+
+// The frame's verdict, with `entries` filled where it is OK; DataLoss for a malformed frame.
+absl::Status DecodeAllGatherFrame(absl::string_view frame, absl::Span<std::string> entries) {
+  WireReader reader(frame);
+  absl::Status verdict;
+  if (!ReadVerdict(reader, &verdict)) return absl::DataLossError("malformed bootstrap allgather frame");
+  if (!verdict.ok()) return verdict;
+  for (std::string& entry : entries) {
+    if (!reader.String(&entry, kMaxFrameBytes)) return absl::DataLossError("malformed bootstrap allgather frame");
+  }
+  if (!reader.at_end()) return absl::DataLossError("malformed bootstrap allgather frame");
+  return absl::OkStatus();
+}
 }  // namespace
 
 Bootstrap::Bootstrap(int rank, std::vector<Socket> peers)
@@ -74,7 +100,7 @@ absl::StatusOr<std::string> Bootstrap::Recv(int peer, uint64_t tag, absl::Time d
   return RecvTagged(peer, tag, deadline);
 }
 
-absl::StatusOr<std::string> Bootstrap::RecvTagged(int peer, uint64_t tag, absl::Time deadline, bool* peer_aborted) {
+absl::StatusOr<std::string> Bootstrap::RecvTagged(int peer, uint64_t tag, absl::Time deadline) {
   auto& waiting = unexpected_[peer];
   for (auto it = waiting.begin(); it != waiting.end(); ++it) {
     if (it->first == tag) {
@@ -88,10 +114,7 @@ absl::StatusOr<std::string> Bootstrap::RecvTagged(int peer, uint64_t tag, absl::
   while (true) {
     absl::StatusOr<Frame> frame = RecvFrom(peer, deadline);
     if (!frame.ok()) return WithContext(frame.status(), context);
-    if (frame->tag == kAbortTag) {
-      if (peer_aborted != nullptr) *peer_aborted = true;
-      return WithContext(DecodeAbort(frame->payload), context);
-    }
+    if (frame->tag == kAbortTag) return WithContext(DecodeAbort(frame->payload), context);
     if (frame->tag == tag) return std::move(frame->payload);
     if (waiting.size() >= kMaxUnexpectedFrames ||
         unexpected_bytes_[peer] + frame->payload.size() > kMaxUnexpectedBytes) {
@@ -109,11 +132,10 @@ absl::StatusOr<std::string> Bootstrap::RecvTagged(int peer, uint64_t tag, absl::
   }
 }
 
-void Bootstrap::BroadcastAbort(const absl::Status& why, int skip) {
+void Bootstrap::BroadcastAbort(const absl::Status& why) {
   std::string payload = EncodeVerdict(why);
   absl::Time deadline = absl::Now() + absl::Seconds(1);
   for (int peer = 1; peer < size_; ++peer) {
-    if (peer == skip) continue;
     // Best effort: a peer that is gone cannot be told, and the caller already has the error.
     SendTo(peer, kAbortTag, payload, deadline).IgnoreError();
   }
@@ -121,67 +143,56 @@ void Bootstrap::BroadcastAbort(const absl::Status& why, int skip) {
 
 absl::StatusOr<std::vector<std::string>> Bootstrap::AllGather(absl::string_view mine, absl::Time deadline) {
   const uint64_t tag = kCollectiveTagBase | collective_sequence_++;
-  std::vector<std::string> all(size_);
-  // The result is one frame: a contribution that cannot fit there fails here, by name, and
-  // fails the collective on every rank at once rather than at the deadline.
-  const uint64_t room = kMaxFrameBytes - kAllGatherEntryOverhead * size_;
+  // Every rank sends rank 0 exactly one frame under the collective's tag and gets exactly one
+  // back, whatever is refused: a refusal travels in place of a contribution, and rank 0's
+  // verdict before the result, so that no frame is left behind for a later collective to read.
+  // Only a failed connection ends a collective with an abort (the bootstrap is then broken).
+  const uint64_t room = kMaxFrameBytes - kAllGatherFrameOverhead - kAllGatherEntryOverhead * size_;
+  absl::Status refused;
   if (mine.size() > room) {
-    absl::Status refused = absl::InvalidArgumentError(
-        absl::StrCat("rank ", rank_, ": bootstrap allgather contribution of ", mine.size(),
-                     " bytes exceeds the limit of ", room, " bytes for a world of ", size_));
-    if (rank_ == 0) {
-      BroadcastAbort(refused);
-    } else {
-      // Rank 0 reads the abort in place of the contribution and tells the others.
-      SendTo(0, kAbortTag, EncodeVerdict(refused), deadline).IgnoreError();  // rank 0 may be gone
-    }
-    return refused;
+    refused = absl::InvalidArgumentError(absl::StrCat("rank ", rank_, ": bootstrap allgather contribution of ",
+                                                      mine.size(), " bytes exceeds the limit of ", room,
+                                                      " bytes for a world of ", size_));
   }
+  std::vector<std::string> all(size_);
   if (rank_ != 0) {
-    if (absl::Status s = SendTo(0, tag, mine, deadline); !s.ok()) {
+    if (absl::Status s = SendTo(0, tag, EncodeAllGatherFrame(refused, {mine}), deadline); !s.ok()) {
       return WithContext(s, absl::StrCat("rank ", rank_, ": allgather, sending to rank 0"));
     }
     absl::StatusOr<std::string> gathered = RecvTagged(0, tag, deadline);
+    if (!refused.ok()) return refused;  // its own reason, whatever rank 0 answered
     if (!gathered.ok()) return gathered.status();
-    WireReader reader(*gathered);
-    for (std::string& entry : all) {
-      if (!reader.String(&entry, kMaxFrameBytes)) {
-        return absl::DataLossError(absl::StrCat("rank ", rank_, ": malformed allgather result from rank 0"));
-      }
-    }
+    absl::Status verdict = DecodeAllGatherFrame(*gathered, absl::MakeSpan(all));
+    if (!verdict.ok()) return WithContext(verdict, absl::StrCat("rank ", rank_, ": allgather result from rank 0"));
     return all;
   }
+  absl::Status failure = refused;
   all[0] = std::string(mine);
   for (int peer = 1; peer < size_; ++peer) {
-    bool peer_aborted = false;
-    absl::StatusOr<std::string> part = RecvTagged(peer, tag, deadline, &peer_aborted);
+    absl::StatusOr<std::string> part = RecvTagged(peer, tag, deadline);
     if (!part.ok()) {
       absl::Status failed = WithContext(part.status(), absl::StrCat("allgather: rank ", peer, " did not contribute"));
-      // A rank that sent an abort in place of its contribution knows why already: told again,
-      // it would read the abort as the failure of its next collective.
-      BroadcastAbort(failed, peer_aborted ? peer : -1);
+      BroadcastAbort(failed);
       return failed;
     }
-    all[peer] = std::move(*part);
+    failure.Update(DecodeAllGatherFrame(*part, absl::MakeSpan(&all[peer], 1)));
   }
-  uint64_t result_bytes = 0;
+  uint64_t result_bytes = kAllGatherFrameOverhead;
   for (const std::string& entry : all) result_bytes += kAllGatherEntryOverhead + entry.size();
-  if (result_bytes > kMaxFrameBytes) {
-    absl::Status failed = absl::InvalidArgumentError(
-        absl::StrCat("rank 0: bootstrap allgather result of ", result_bytes, " bytes from ", size_,
-                     " ranks exceeds the limit of ", kMaxFrameBytes, " bytes"));
-    BroadcastAbort(failed);
-    return failed;
+  if (failure.ok() && result_bytes > kMaxFrameBytes) {
+    failure = absl::InvalidArgumentError(absl::StrCat("rank 0: bootstrap allgather result of ", result_bytes,
+                                                      " bytes from ", size_, " ranks exceeds the limit of ",
+                                                      kMaxFrameBytes, " bytes"));
   }
-  WireWriter writer;
-  for (const std::string& entry : all) writer.String(entry);
+  const std::string result = EncodeAllGatherFrame(failure, std::vector<absl::string_view>(all.begin(), all.end()));
   for (int peer = 1; peer < size_; ++peer) {
-    if (absl::Status s = SendTo(peer, tag, writer.bytes(), deadline); !s.ok()) {
+    if (absl::Status s = SendTo(peer, tag, result, deadline); !s.ok()) {
       absl::Status failed = WithContext(s, absl::StrCat("rank 0: allgather, sending the result to rank ", peer));
       BroadcastAbort(failed);
       return failed;
     }
   }
+  if (!failure.ok()) return failure;
   return all;
 }
 

@@ -53,11 +53,9 @@ class Bootstrap {
   // no further frame, and every later call on it fails, saying why.
   absl::Status SendTo(int peer, uint64_t tag, absl::string_view payload, absl::Time deadline);
   absl::StatusOr<Frame> RecvFrom(int peer, absl::Time deadline);
-  // `peer_aborted`, where given, is set when the peer sent an abort in place of the message.
-  absl::StatusOr<std::string> RecvTagged(int peer, uint64_t tag, absl::Time deadline, bool* peer_aborted = nullptr);
-  // Rank 0 tells every other rank but `skip` that a collective failed, so that none waits for
-  // the deadline.
-  void BroadcastAbort(const absl::Status& why, int skip = -1);
+  absl::StatusOr<std::string> RecvTagged(int peer, uint64_t tag, absl::Time deadline);
+  // Rank 0 tells every other rank that a collective failed, so that none waits for the deadline.
+  void BroadcastAbort(const absl::Status& why);
 
   int rank_;
   int size_;

@@ -1,6 +1,6 @@
 // The connections a bootstrap listener receives, handed out in the order their first bytes
 // arrive: a connection that stays silent (a port scanner, a half-open probe) holds up no other,
-// and is dropped once it has been silent for the hello timeout.
+// and is dropped once the silence limit has passed since it was accepted with nothing come.
 #pragma once
 
 #include <string>
@@ -27,6 +27,9 @@ class Arrivals {
     absl::Time since;
     std::string from;
   };
+  // Silent connections held at once; a flood of them drops the oldest, not the descriptors'
+  // limit the rendezvous.
+  static constexpr size_t kMaxWaiting = 256;
   const Socket& listener_;
   absl::Duration silence_limit_;
   std::vector<Waiting> waiting_;

@@ -44,6 +44,15 @@ std::string RankList(const std::vector<int>& ranks) {
   return absl::StrCat(ranks.size() == 1 ? "rank " : "ranks ", absl::StrJoin(ranks, ", "));
 }
 
+// " (refused: ...)" naming the first refusals, or nothing.
+std::string RefusedList(const std::vector<std::string>& refused) {
+  constexpr size_t kNamed = 16;
+  if (refused.empty()) return "";
+  const size_t named = std::min(refused.size(), kNamed);
+  return absl::StrCat(" (refused: ", absl::StrJoin(refused.begin(), refused.begin() + named, "; "),
+                      refused.size() > named ? absl::StrCat("; and ", refused.size() - named, " more") : "", ")");
+}
+
 std::vector<int> MissingRanks(const std::vector<bool>& seen, int skip) {
   std::vector<int> missing;
   for (int r = 0; r < static_cast<int>(seen.size()); ++r) {
@@ -104,7 +113,7 @@ absl::StatusOr<std::vector<Socket>> AdmitAll(const BootstrapConfig& config, absl
     auto why = !accept_failed.ok() ? accept_failed : absl::DeadlineExceededError(absl::StrCat(
         "rank 0: bootstrap rendezvous at ", where, " timed out after ", absl::FormatDuration(config.timeout), ": ",
         RankList(MissingRanks(seen, 0)), " of world size ", config.world_size, " never arrived",
-        refused.empty() ? "" : absl::StrCat(" (refused: ", absl::StrJoin(refused, "; "), ")")));
+        RefusedList(refused)));
     for (Socket& peer : peers) {
       if (peer.valid()) SendFrame(peer, kAbortTag, EncodeVerdict(why), absl::Now() + absl::Seconds(1)).IgnoreError();
     }
@@ -173,9 +182,11 @@ absl::StatusOr<std::vector<Socket>> Join(const BootstrapConfig& config, absl::Ti
   while (expected > 0) {
     absl::StatusOr<Socket> connection = arrivals.Next(deadline, &refused);
     if (!connection.ok()) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("rank ", rank, ": bootstrap mesh: ", RankList(MissingRanks(seen, rank)), " never connected",
-                       refused.empty() ? "" : absl::StrCat(" (refused: ", absl::StrJoin(refused, "; "), ")")));
+      const std::string missing = absl::StrCat(
+          "rank ", rank, ": bootstrap mesh: ", RankList(MissingRanks(seen, rank)), " never connected",
+          RefusedList(refused));
+      if (!absl::IsDeadlineExceeded(connection.status())) return WithContext(connection.status(), missing);
+      return absl::DeadlineExceededError(missing);
     }
     absl::StatusOr<Hello> peer_hello = RecvHello(*connection, std::min(deadline, absl::Now() + kHelloTimeout));
     // Strangers and bad hellos are dropped, and named if the rightful rank never comes.

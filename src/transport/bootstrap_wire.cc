@@ -104,20 +104,29 @@ absl::Status CheckHello(const Hello& hello, int my_rank, int world_size, const s
   return absl::OkStatus();
 }
 
+void WriteVerdict(WireWriter& writer, const absl::Status& verdict) {
+  writer.U32(static_cast<uint32_t>(verdict.code())).String(verdict.message());
+}
+
+bool ReadVerdict(WireReader& reader, absl::Status* verdict) {
+  uint32_t code = 0;
+  std::string message;
+  if (!reader.U32(&code) || !reader.String(&message, kMaxFrameBytes) || code > 16) return false;
+  *verdict = absl::Status(static_cast<absl::StatusCode>(code), message);
+  return true;
+}
+
 std::string EncodeVerdict(const absl::Status& verdict) {
   WireWriter w;
-  w.U32(static_cast<uint32_t>(verdict.code())).String(verdict.message());
+  WriteVerdict(w, verdict);
   return w.bytes();
 }
 
 absl::Status DecodeVerdict(absl::string_view bytes) {
   WireReader r(bytes);
-  uint32_t code = 0;
-  std::string message;
-  if (!r.U32(&code) || !r.String(&message, kMaxFrameBytes) || code > 16) {
-    return absl::DataLossError("malformed verdict from rank 0");
-  }
-  return absl::Status(static_cast<absl::StatusCode>(code), message);
+  absl::Status verdict;
+  if (!ReadVerdict(r, &verdict)) return absl::DataLossError("malformed verdict from rank 0");
+  return verdict;
 }
 
 absl::Status DecodeAbort(absl::string_view bytes) {

@@ -11,11 +11,13 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "transport/socket.h"
+#include "transport/wire_bytes.h"
 
 namespace ucclzip::transport {
 
 inline constexpr uint32_t kBootstrapMagic = 0x425a4355;  // "UCZB" on the wire
-inline constexpr uint16_t kBootstrapVersion = 1;
+// 2 (session 37): an allgather's frames carry a verdict before their entries.
+inline constexpr uint16_t kBootstrapVersion = 2;
 // The bootstrap carries addresses and small control messages, never bulk data; a frame that
 // claims more is a stranger or a bug.
 inline constexpr uint64_t kMaxFrameBytes = uint64_t{64} << 20;
@@ -60,6 +62,9 @@ absl::Status CheckHello(const Hello& hello, int my_rank, int world_size, const s
 // Rank 0's answer to a hello: accepted, or the reason for the refusal.
 std::string EncodeVerdict(const absl::Status& verdict);
 absl::Status DecodeVerdict(absl::string_view bytes);
+// A verdict within a larger record (an allgather's frames): false where it is malformed.
+void WriteVerdict(WireWriter& writer, const absl::Status& verdict);
+bool ReadVerdict(WireReader& reader, absl::Status* verdict);
 // Why a rank aborted the bootstrap (a kAbortTag frame carries a verdict): never OK, for an abort
 // that says OK is malformed, and the wait it ends must still fail.
 absl::Status DecodeAbort(absl::string_view bytes);

@@ -118,12 +118,15 @@ absl::StatusOr<Socket> ListenTcp(const std::string& host, uint16_t port, int bac
 absl::StatusOr<Socket> ListenTcpEveryInterface(const std::string& host, uint16_t port, int backlog) {
   absl::StatusOr<sockaddr_in> address = ResolveIpv4(host, 0);
   if (!address.ok()) return address.status();
-  // Only a bind says whether the address is this host's; the probe's port is any free one.
-  Socket probe(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (!probe.valid()) return absl::InternalError(absl::StrCat("socket(): ", ErrnoText(errno)));
-  if (bind(probe.fd(), reinterpret_cast<const sockaddr*>(&*address), sizeof(*address)) != 0) {
-    return absl::UnavailableError(absl::StrCat("cannot listen on ", host, ":", port, ": '", host,
-                                               "' is not an address of this host (", ErrnoText(errno), ")"));
+  {
+    // Only a bind says whether the address is this host's. The probe takes any free port, which
+    // may be `port` itself, so it is closed before the listener binds.
+    Socket probe(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (!probe.valid()) return absl::InternalError(absl::StrCat("socket(): ", ErrnoText(errno)));
+    if (bind(probe.fd(), reinterpret_cast<const sockaddr*>(&*address), sizeof(*address)) != 0) {
+      return absl::UnavailableError(absl::StrCat("cannot listen on ", host, ":", port, ": '", host,
+                                                 "' is not an address of this host (", ErrnoText(errno), ")"));
+    }
   }
   sockaddr_in every_interface{};
   every_interface.sin_family = AF_INET;
@@ -189,6 +192,10 @@ absl::StatusOr<Socket> ConnectWithRetry(const std::string& host, uint16_t port, 
         else err = ETIMEDOUT;
       }
       if (err == 0 && ConnectedToItself(socket)) {
+        // Reset, not closed: a closed one would hold the port in TIME_WAIT for a minute, and
+        // rank 0 could not listen there.
+        const linger reset{1, 0};
+        setsockopt(socket.fd(), SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
         last_error = "connected to itself: nobody listens there yet, and the port is one of this host's ephemeral ones";
       } else if (err == 0) {
         fcntl(socket.fd(), F_SETFL, fcntl(socket.fd(), F_GETFL) & ~O_NONBLOCK);

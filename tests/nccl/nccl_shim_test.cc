@@ -9,6 +9,8 @@
 #include <atomic>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
+#include <iterator>
 #include <functional>
 #include <string>
 #include <thread>
@@ -142,10 +144,16 @@ TEST(NcclGroupEnd, AProcessOutOfThreadsGetsAnErrorNotAnAbort) {
   const auto init_all_out_of_threads = [] {
     const rlimit no_threads{0, 0};
     if (setuid(65534) != 0 || setrlimit(RLIMIT_NPROC, &no_threads) != 0) _exit(3);
+    const auto open_descriptors = [] {
+      return std::distance(std::filesystem::directory_iterator("/proc/self/fd"), std::filesystem::directory_iterator());
+    };
+    const auto open_before = open_descriptors();
     ncclComm_t comms[2] = {nullptr, nullptr};
     const ncclResult_t result = ncclCommInitAll(comms, 2, nullptr);
     std::fprintf(stderr, "result %d: %s\n", static_cast<int>(result), LastError());
-    _exit(result == ncclSystemError ? 0 : 1);
+    if (result != ncclSystemError) _exit(1);
+    // The id's listening socket, which rank 0's creation would have taken, is not left open.
+    _exit(open_descriptors() == open_before ? 0 : 2);
   };
   EXPECT_EXIT(init_all_out_of_threads(), ::testing::ExitedWithCode(0),
               "result 2: ncclGroupEnd: could not start a thread for each of the group's 2");
