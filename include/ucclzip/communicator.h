@@ -331,6 +331,9 @@ class Communicator {
   // take its places, the next pairing fails as out of step instead of delivering that call's
   // messages to this rank's next one.
   Operation RefusedUnplaced(const absl::Status& status, const std::vector<int>& peers);
+  // RefusedUnplaced for a collective whose schedule cannot be built: it counts on every link,
+  // and among the collective calls (pipeline::Schedule::ordinal), as Submit counts the others.
+  Operation RefusedUnplacedCollective(const absl::Status& status);
   std::vector<int> OtherRanks() const;
   explicit Communicator(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;

@@ -108,6 +108,8 @@ struct Communicator::Impl {
   std::map<uint64_t, OpenGroup> groups ABSL_GUARDED_BY(group_mutex);  // by ThreadToken()
   // Set by Abort: the destruction then does not wait for the other ranks.
   std::atomic<bool> aborted{false};
+  // Collective calls made so far, refused ones included (pipeline::Schedule::ordinal).
+  std::atomic<uint32_t> collective_calls{0};
 };
 
 Communicator::Communicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -197,7 +199,15 @@ std::vector<int> Communicator::OtherRanks() const {
   return others;
 }
 
+Operation Communicator::RefusedUnplacedCollective(const absl::Status& status) {
+  impl_->collective_calls.fetch_add(1, std::memory_order_relaxed);
+  return RefusedUnplaced(status, OtherRanks());
+}
+
 Operation Communicator::Submit(pipeline::Call call) {
+  if (call.schedule.kind != pipeline::OperationKind::kSendRecv) {
+    call.schedule.ordinal = impl_->collective_calls.fetch_add(1, std::memory_order_relaxed);
+  }
   absl::StatusOr<pipeline::OperationSpec> spec = impl_->engine->Prepare(call);
   // A call the engine's checks refuse on this rank takes its places on its links all the same
   // (pipeline::Call::refused), where they can be told.

@@ -14,7 +14,8 @@ constexpr uint32_t kMagic = 0x45505a55;  // "UZPE" little-endian
 // that numbers them as version 5 did fails here, naming the version, instead of at a block
 // that is not the one it expected.
 // 7: the link's count of calls that took no places on it (bytes 70..71).
-constexpr uint8_t kVersion = 7;
+// 8: the collective's ordinal (bytes 80..83).
+constexpr uint8_t kVersion = 8;
 
 void Put(uint8_t* at, uint64_t value, int bytes) {
   for (int i = 0; i < bytes; ++i) at[i] = static_cast<uint8_t>(value >> (8 * i));
@@ -48,6 +49,7 @@ std::array<uint8_t, kEnvelopeBytes> EncodeEnvelope(const Envelope& e) {
   Put(&bytes[70], e.unplaced, 2);
   Put(&bytes[72], e.run_first, 4);
   Put(&bytes[76], e.run_blocks, 4);
+  Put(&bytes[80], e.collective_ordinal, 4);
   return bytes;
 }
 
@@ -79,6 +81,7 @@ absl::StatusOr<Envelope> DecodeEnvelope(const uint8_t* bytes) {
   e.run_blocks = static_cast<uint32_t>(Get(&bytes[76], 4));
   e.lane_symbols_log2 = bytes[69];
   e.unplaced = static_cast<uint16_t>(Get(&bytes[70], 2));
+  e.collective_ordinal = static_cast<uint32_t>(Get(&bytes[80], 4));
   if (e.run_blocks == 0 || e.run_first > e.block_index ||
       uint64_t{e.block_index} >= uint64_t{e.run_first} + e.run_blocks ||
       (e.kind == BlockKind::kFrame && e.run_blocks != 1)) {

@@ -1,4 +1,4 @@
-// The envelope: a fixed 80-byte host message that goes first for every pipeline block, so that
+// The envelope: a fixed 88-byte host message that goes first for every pipeline block, so that
 // the receiver learns what follows (plain bytes or a frame, and the frame's layout) before it
 // posts receives whose sizes must match the sender's exactly.
 //
@@ -22,9 +22,15 @@
 //       70    2 unplaced: calls on this link that took no places on it (Engine::MarkUnplaced)
 //       72    4 run_first: the block whose raw part (stream 1) carries this block's bytes
 //       76    4 run_blocks: how many consecutive blocks, from run_first, that part carries
+//       80    4 collective ordinal: the collective calls the sender's communicator had before
+//                this one (wrapping); 0 for point-to-point blocks
+//       84    4 zero
 // Little-endian. Bytes 7 and 56..68 describe the whole operation, so that ranks that called
 // different operations, counts, operators or roots fail with an error naming both sides; bytes
-// 70..71 tell a receiver that its peer's call is not the one it pairs with, though alike. A frame
+// 70..71 tell a receiver that its peer's call is not the one it pairs with, though alike, and
+// so do bytes 80..83 for a collective: ranks that disagreed in an earlier call (on its root,
+// say) may have left a message on a link whose receiver had nothing to take from it, which
+// the next call's receive would otherwise take for its own, alike in every other field. A frame
 // block is then sent as the raw plane (stream 1, sent as soon as the split stage is done), the
 // head [0, raw_offset) (stream 2) and the coded symbols [coded_offset, frame_bytes) (stream 3),
 // whose size the receiver reads from the head.
@@ -47,7 +53,7 @@
 
 namespace ucclzip::pipeline {
 
-inline constexpr size_t kEnvelopeBytes = 80;
+inline constexpr size_t kEnvelopeBytes = 88;
 
 enum class BlockKind : uint8_t { kPlain = 0, kFrame = 1 };
 
@@ -73,6 +79,8 @@ struct Envelope {
   // The sender's count of calls refused before they could take their places on this link,
   // wrapping; the receiver's must be the same.
   uint16_t unplaced = 0;
+  // A collective's Schedule::ordinal; 0 for point-to-point messages.
+  uint32_t collective_ordinal = 0;
 };
 
 // Whether `envelope` carries the bytes of blocks other than its own: the first block of a plain

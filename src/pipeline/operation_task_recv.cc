@@ -153,6 +153,12 @@ bool OperationTask::OnEnvelope(TaskContext& context, RecvBlock& block) {
         DescribeOperation(envelope->operation, envelope->operation_count, envelope->dtype, envelope->op, envelope->root),
         " where rank ", rank_, " called ", DescribeOperation(mine.kind, mine.count, spec_.dtype, mine.op, mine.root))));
   }
+  if (collective && envelope->collective_ordinal != mine.ordinal) {
+    return mismatch(absl::FailedPreconditionError(absl::StrCat(
+        "peer ", step.peer, " sent this for its collective call ", envelope->collective_ordinal, " where rank ", rank_,
+        " waits for that of its call ", mine.ordinal, " (counted from 0, modulo 2^32): the ranks disagreed in an "
+        "earlier call, which left a message on the link")));
+  }
   if (envelope->dtype != spec_.dtype || envelope->message_count != step.count || envelope->block_index != block.index ||
       envelope->block_count != blocks || envelope->block_elements != elements) {
     return mismatch(absl::InvalidArgumentError(absl::StrCat(

@@ -49,6 +49,7 @@ Envelope OperationTask::BlockEnvelope(const SendBlock& block, BlockKind kind) co
   envelope.run_first = block.run_first;
   envelope.run_blocks = block.run_blocks;
   envelope.unplaced = UnplacedOn(step.peer);
+  envelope.collective_ordinal = spec_.schedule.ordinal;
   if (kind == BlockKind::kFrame) {
     envelope.raw_offset = block.plan.raw_offset;
     envelope.raw_bytes = block.plan.raw_bytes;

@@ -1,5 +1,5 @@
 // Collective failures: ranks that disagree on count, type, operator or root get an error
-// naming both sides (never a hang, never wrong data); bad arguments fail at once; a rank
+// naming both sides (never a hang, never wrong data, in that call or the next); bad arguments fail at once; a rank
 // killed in the middle of an allreduce makes every other rank fail within the operation
 // timeout, naming it.
 #include <signal.h>
@@ -32,6 +32,8 @@ struct Disagreement {
   // A rank that hears only from ranks that agree with it, and may then succeed with the data
   // they agree on (-1: none; in a ring or chain every rank fails).
   int may_succeed = -1;
+  // What that rank's next call (rank 1's call, made by every rank) must fail with, if anything.
+  std::vector<std::string> next_seen;
 };
 
 class CollectiveDisagreement : public ::testing::TestWithParam<Disagreement> {};
@@ -45,6 +47,20 @@ TEST_P(CollectiveDisagreement, RanksThatDisagreeFailWithBothValues) {
     if (!comm.ok()) return comm.status();
     const CollectiveCase& mine = context.rank == 1 ? d.odd : d.agreed;
     absl::Status status = RunAndCheck(**comm, mine, 3);
+    // Then every rank makes rank 1's call: whatever the first call left on the links, no rank
+    // may take it for this call's data (it may fail; a rank that succeeds has the right bytes,
+    // which RunAndCheck checks).
+    const absl::Status next = RunAndCheck(**comm, d.odd, 4);
+    if (!next.ok() && absl::StrContains(next.message(), "bytes differ")) {
+      return absl::InternalError(absl::StrCat("rank ", context.rank, "'s next call returned wrong data: ", next.message()));
+    }
+    if (context.rank == d.may_succeed && !d.next_seen.empty()) {
+      if (absl::Status s = ExpectError(next, absl::StatusCode::kFailedPrecondition, d.next_seen,
+                                       absl::StrCat("rank ", d.may_succeed, "'s next call"));
+          !s.ok()) {
+        return s;
+      }
+    }
     if (status.ok() && context.rank == d.may_succeed) return absl::OkStatus();
     if (status.ok()) return absl::InternalError(absl::StrCat("rank ", context.rank, " succeeded"));
     if (context.rank == d.seer) {
@@ -98,11 +114,16 @@ INSTANTIATE_TEST_SUITE_P(
                      .rings_and_chains = true},
         // Down the tree (10 KB: the default) rank 1, a root in its own eyes, sends to rank 0,
         // which waits for its leaves' answers; rank 2 receives root 0's message (whose bits
-        // RunAndCheck checks) and answers it, hearing nothing from rank 1.
+        // RunAndCheck checks) and answers it, hearing nothing from rank 1. Rank 1's message to
+        // rank 2 stays on their link: in the next call (root 1 everywhere) rank 2's receive
+        // finds it, alike in every field but the collective's ordinal (until session 37 rank 2
+        // returned that message's bytes as the next call's).
         Disagreement{.name = "tree_root", .agreed = {.kind = Collective::kBroadcast, .count = 5000, .root = 0},
                      .odd = {.kind = Collective::kBroadcast, .count = 5000, .root = 1}, .seer = 0,
                      .seen = {"peer 1 called broadcast of 5000 elements of bf16 (root 1)", "rank 0 called broadcast"},
-                     .may_succeed = 2},
+                     .may_succeed = 2,
+                     .next_seen = {"peer 1 sent this for its collective call 0 where rank 2 waits for that of its call 1",
+                                   "disagreed in an earlier call"}},
         Disagreement{.name = "operation", .agreed = AllReduceOf(3000),
                      .odd = {.kind = Collective::kAllGather, .count = 3000},
                      .seen = {"peer 1 called allgather of 3000", "rank 2 called allreduce of 3000"}},
