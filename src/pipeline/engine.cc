@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "absl/strings/str_cat.h"
+#include "pipeline/group_overlaps.h"
 #include "pipeline/held_streams.h"
 #include "pipeline/reduce.h"
 #include "transport/message_tag.h"
@@ -351,6 +352,9 @@ void Engine::Discard(std::vector<OperationSpec> specs, const absl::Status& why) 
 }
 
 void Engine::Submit(std::vector<OperationSpec> specs) {
+  // Calls of the group that race for a buffer fail, taking their places all the same (as a
+  // refused call does), and hold no stream.
+  const std::vector<absl::Status> conflicts = GroupOverlaps(specs);
   // The group's streams to hold, all at once: a group that waited for room one stream at a
   // time could wait for itself. A communicator has one device, so its calls share one bound.
   auto holds = [](const OperationSpec& spec) {
@@ -359,8 +363,9 @@ void Engine::Submit(std::vector<OperationSpec> specs) {
   HeldStreams* bound = nullptr;
   std::vector<cudaStream_t> counted;
   absl::Time deadline = absl::InfiniteFuture();
-  for (const OperationSpec& spec : specs) {
-    if (!holds(spec) || spec.held_streams == nullptr) continue;
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const OperationSpec& spec = specs[i];
+    if (!holds(spec) || spec.held_streams == nullptr || !conflicts[i].ok()) continue;
     bound = spec.held_streams;
     counted.push_back(spec.stream);
     deadline = std::min(deadline, spec.deadline);
@@ -368,8 +373,8 @@ void Engine::Submit(std::vector<OperationSpec> specs) {
   const absl::Status room = bound == nullptr ? absl::OkStatus() : bound->Acquire(counted, deadline);
   std::vector<std::unique_ptr<OperationTask>> tasks;
   // The callers' streams wait only now, after every call of the group has recorded its position.
-  for (OperationSpec& spec : specs) {
-    auto task = std::make_unique<OperationTask>(std::move(spec), lanes_.size(), rank_);
+  for (size_t i = 0; i < specs.size(); ++i) {
+    auto task = std::make_unique<OperationTask>(std::move(specs[i]), lanes_.size(), rank_);
     if (!task->spec().refused.ok()) {
       task->Fail(task->spec().refused);
       tasks.push_back(std::move(task));
@@ -377,7 +382,9 @@ void Engine::Submit(std::vector<OperationSpec> specs) {
     }
     // Without room for the group's streams none of its calls starts: a part of a group would
     // leave its peers waiting for the rest.
-    if (!room.ok()) {
+    if (!conflicts[i].ok()) {
+      task->Fail(conflicts[i]);
+    } else if (!room.ok()) {
       task->Fail(room);
     } else if (holds(task->spec())) {
       absl::StatusOr<StreamFlags::Ticket> ticket = flags_->EnqueueWait(task->spec().stream);

@@ -276,6 +276,55 @@ TEST(ApiMisuse, ASelfTransferBetweenOverlappingBuffersIsRefused) {
   EXPECT_TRUE(buffer == before);
 }
 
+// The calls of a group run side by side in no order: a Recv into the buffer that a Send of the
+// same group reads (a shift written in place), or two calls writing one buffer, would race and
+// deliver half-written bytes with no error. Both ranks refuse both calls, naming the other,
+// touch neither buffer, and the next group, with buffers of its own, runs as it should.
+TEST(ApiMisuse, CallsOfAGroupThatRaceForABufferAreRefused) {
+  ExpectRanksSucceeded(RunRanks({.world_size = 2, .kill_after = kKillAfter}, [&](const RankContext& context) -> absl::Status {
+    auto comm = CreateCommunicator(context, ShortTimeoutOptions());
+    if (!comm.ok()) return comm.status();
+    Communicator& c = **comm;
+    const int peer = 1 - context.rank;
+    std::vector<float> shared(1000, static_cast<float>(context.rank + 1));
+    const std::vector<float> before = shared;
+    c.GroupStart();
+    const Operation send = c.Send(shared.data(), 500, DataType::kFloat32, peer, nullptr);
+    const Operation recv = c.Recv(shared.data() + 250, 500, DataType::kFloat32, peer, nullptr);
+    const absl::Status group = c.GroupEnd().Wait(absl::Seconds(20));
+    if (absl::Status s = ExpectError(group, absl::StatusCode::kInvalidArgument, {"of the same group"}, "the group");
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = ExpectError(recv.Wait(absl::ZeroDuration()), absl::StatusCode::kInvalidArgument,
+                                     {absl::StrCat("rank ", context.rank, ": recv from peer ", peer, " (500 elements"),
+                                      "it writes", absl::StrCat("which \"rank ", context.rank, ": send to peer ", peer),
+                                      "run side by side"},
+                                     "the recv");
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = ExpectError(send.Wait(absl::ZeroDuration()), absl::StatusCode::kInvalidArgument,
+                                     {"it uses", "writes at"}, "the send");
+        !s.ok()) {
+      return s;
+    }
+    if (shared != before) return absl::InternalError("a refused call wrote the buffer");
+    // Disjoint buffers (and two sends reading one buffer) are no race.
+    std::vector<float> theirs(1000, 0);
+    c.GroupStart();
+    c.Send(shared.data(), 500, DataType::kFloat32, peer, nullptr);
+    c.Send(shared.data() + 250, 500, DataType::kFloat32, peer, nullptr);
+    c.Recv(theirs.data(), 500, DataType::kFloat32, peer, nullptr);
+    c.Recv(theirs.data() + 500, 500, DataType::kFloat32, peer, nullptr);
+    if (absl::Status s = c.GroupEnd().Wait(absl::Seconds(20)); !s.ok()) return s;
+    if (theirs != std::vector<float>(1000, static_cast<float>(peer + 1))) {
+      return absl::InternalError("the next group delivered wrong data");
+    }
+    return absl::OkStatus();
+  }));
+}
+
 // Blocks as large as the options allow (2^62 bytes) only mean one block per message: a small
 // send, receive and allreduce between two ranks still move, nothing being sized by the option.
 TEST(ApiMisuse, HugeBlockSizesStillMoveSmallMessages) {
