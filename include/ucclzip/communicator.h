@@ -330,9 +330,9 @@ class Communicator {
   // links count it (pipeline::Engine::MarkUnplaced), so that where a peer's matching call did
   // take its places, the next pairing fails as out of step instead of delivering that call's
   // messages to this rank's next one.
-  Operation RefusedUnplaced(const absl::Status& status, const std::vector<int>& peers);
-  // RefusedUnplaced for a collective whose schedule cannot be built: it counts on every link,
-  // and among the collective calls (pipeline::Schedule::ordinal), as Submit counts the others.
+  // A `collective` call counts among the collective calls too (pipeline::Schedule::ordinal).
+  Operation RefusedUnplaced(const absl::Status& status, const std::vector<int>& peers, bool collective);
+  // RefusedUnplaced for a collective whose schedule cannot be built: every link counts it.
   Operation RefusedUnplacedCollective(const absl::Status& status);
   std::vector<int> OtherRanks() const;
   explicit Communicator(std::unique_ptr<Impl> impl);

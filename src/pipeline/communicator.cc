@@ -108,8 +108,6 @@ struct Communicator::Impl {
   std::map<uint64_t, OpenGroup> groups ABSL_GUARDED_BY(group_mutex);  // by ThreadToken()
   // Set by Abort: the destruction then does not wait for the other ranks.
   std::atomic<bool> aborted{false};
-  // Collective calls made so far, refused ones included (pipeline::Schedule::ordinal).
-  std::atomic<uint32_t> collective_calls{0};
 };
 
 Communicator::Communicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -186,8 +184,8 @@ Operation Communicator::Refused(const absl::Status& status) {
   return Operation({failed});
 }
 
-Operation Communicator::RefusedUnplaced(const absl::Status& status, const std::vector<int>& peers) {
-  impl_->engine->MarkUnplaced(peers);
+Operation Communicator::RefusedUnplaced(const absl::Status& status, const std::vector<int>& peers, bool collective) {
+  impl_->engine->MarkUnplaced(peers, collective);
   return Refused(status);
 }
 
@@ -200,14 +198,10 @@ std::vector<int> Communicator::OtherRanks() const {
 }
 
 Operation Communicator::RefusedUnplacedCollective(const absl::Status& status) {
-  impl_->collective_calls.fetch_add(1, std::memory_order_relaxed);
-  return RefusedUnplaced(status, OtherRanks());
+  return RefusedUnplaced(status, OtherRanks(), /*collective=*/true);
 }
 
 Operation Communicator::Submit(pipeline::Call call) {
-  if (call.schedule.kind != pipeline::OperationKind::kSendRecv) {
-    call.schedule.ordinal = impl_->collective_calls.fetch_add(1, std::memory_order_relaxed);
-  }
   absl::StatusOr<pipeline::OperationSpec> spec = impl_->engine->Prepare(call);
   // A call the engine's checks refuse on this rank takes its places on its links all the same
   // (pipeline::Call::refused), where they can be told.
@@ -225,7 +219,8 @@ Operation Communicator::Submit(pipeline::Call call) {
     };
     for (const pipeline::SendStep& step : call.schedule.sends) note(step.peer);
     for (const pipeline::RecvStep& step : call.schedule.recvs) note(step.peer);
-    return RefusedUnplaced(call.refused.ok() ? spec.status() : call.refused, peers);
+    return RefusedUnplaced(call.refused.ok() ? spec.status() : call.refused, peers,
+                           call.schedule.kind != pipeline::OperationKind::kSendRecv);
   }
   std::shared_ptr<transport::Request> request = spec->request;
   {

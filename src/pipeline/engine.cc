@@ -415,6 +415,7 @@ void Engine::Queue(std::vector<std::unique_ptr<OperationTask>> tasks) {
     // fails later does: its peers' matching calls took theirs, and this rank's next call must
     // pair with their next one, not with the message meant for this one.
     const bool refused = !task->status().ok();
+    if (task->spec().schedule.kind != OperationKind::kSendRecv) task->set_collective_ordinal(collective_calls_++);
     std::vector<uint32_t> send(lanes_.size()), recv(lanes_.size());
     for (int peer = 0; peer < lanes_.size(); ++peer) {
       send[peer] = next_send_sequence_[peer];
@@ -437,8 +438,9 @@ void Engine::Queue(std::vector<std::unique_ptr<OperationTask>> tasks) {
   woken_.store(true, std::memory_order_release);
 }
 
-void Engine::MarkUnplaced(const std::vector<int>& peers) {
+void Engine::MarkUnplaced(const std::vector<int>& peers, bool collective) {
   absl::MutexLock lock(&mutex_);
+  if (collective) ++collective_calls_;
   for (int peer : peers) ++unplaced_[peer];
   if (!peers.empty()) any_unplaced_.store(true, std::memory_order_release);
 }

@@ -99,7 +99,8 @@ class Engine {
   // where the peer's matching call did take its places, this rank is a call behind it there,
   // and its next call would pair with the messages of the peer's earlier one and could complete
   // with their data. Calls refused alike on both sides keep the counts equal.
-  void MarkUnplaced(const std::vector<int>& peers);
+  // A collective refused so also counts among the collective calls (Schedule::ordinal).
+  void MarkUnplaced(const std::vector<int>& peers, bool collective);
 
  private:
   absl::Status EnsureDevice(int device);
@@ -129,6 +130,10 @@ class Engine {
   std::vector<absl::Status> recv_out_of_step_ ABSL_GUARDED_BY(mutex_);
   std::vector<uint16_t> unplaced_ ABSL_GUARDED_BY(mutex_);  // per link, MarkUnplaced's counts (wrapping)
   std::atomic<bool> any_unplaced_{false};                  // set once unplaced_ is not all zero
+  // Collective calls so far, in the order they took their places (refused ones included): the
+  // next one's Schedule::ordinal. Counted as places are taken, not as calls are made, since
+  // threads of one rank may make calls in another order than they post them (in a group).
+  uint32_t collective_calls_ ABSL_GUARDED_BY(mutex_) = 0;
   bool wake_ ABSL_GUARDED_BY(mutex_) = false;
   // wake_, readable without the mutex, for the spin before sleep; wake_ alone decides.
   std::atomic<bool> woken_{false};

@@ -3,64 +3,91 @@
 #include <algorithm>
 #include <cstdint>
 #include <limits>
+#include <string>
 
 #include "absl/strings/str_cat.h"
 
 namespace ucclzip::pipeline {
 namespace {
 
-// A byte range [begin, end) of one of a call's buffers; empty where begin == end.
+// A byte range [begin, end) of one of a call's buffers.
 struct Span {
   uintptr_t begin = 0;
   uintptr_t end = 0;
-  bool empty() const { return begin >= end; }
-  bool Overlaps(const Span& other) const {
-    return !empty() && !other.empty() && begin < other.end && other.begin < end;
-  }
-};
-
-// What a call touches of its buffers: each buffer from the first to the last element any of
-// its steps reads or writes there, and whether it writes one at all.
-struct Touched {
-  Span input;
-  Span output;
+  size_t call = 0;  // its index in the group
   bool writes = false;
 };
 
-Touched TouchedBy(const OperationSpec& spec) {
+// What `spec` touches of each of its buffers, from the first to the last element any of its
+// steps reads or writes there; a buffer it writes is a writing span.
+void AddSpans(const OperationSpec& spec, size_t call, std::vector<Span>& spans) {
+  const uint64_t width = ElementSize(spec.dtype);
   uint64_t first[2] = {std::numeric_limits<uint64_t>::max(), std::numeric_limits<uint64_t>::max()}, end[2] = {0, 0};
-  auto note = [&](const Chunk& chunk) {
+  bool written[2] = {false, false};
+  auto role = [](const Chunk& chunk) { return chunk.buffer == BufferRole::kInput ? 0 : 1; };
+  auto base = [&](int r) { return r == 0 ? spec.input : spec.output; };
+  auto note = [&](const Chunk& chunk, bool writes) {
     if (chunk.count == 0) return;
-    const int role = chunk.buffer == BufferRole::kInput ? 0 : 1;
-    first[role] = std::min(first[role], chunk.first);
-    end[role] = std::max(end[role], chunk.first + chunk.count);
+    const int r = role(chunk);
+    first[r] = std::min(first[r], chunk.first);
+    end[r] = std::max(end[r], chunk.first + chunk.count);
+    written[r] |= writes;
   };
-  Touched touched;
   for (const SendStep& step : spec.schedule.sends) {
-    if (step.source == SendStep::Source::kChunk) note(step.chunk);
+    if (step.source == SendStep::Source::kChunk) note(step.chunk, false);
   }
   for (const RecvStep& step : spec.schedule.recvs) {
-    if (step.into) {
-      note(*step.into);
-      touched.writes |= step.into->count > 0;
-    }
-    if (step.reduce_with) note(*step.reduce_with);
+    if (step.into) note(*step.into, true);
+    if (step.reduce_with) note(*step.reduce_with, false);
   }
   for (const LocalCopy& copy : spec.schedule.copies) {
-    note(copy.from);
-    note(copy.to);
-    touched.writes |= copy.to.count > 0;
+    // A copy of a buffer onto itself (a transfer to this rank itself between one buffer)
+    // changes nothing, and races with nothing.
+    const uint8_t* from = base(role(copy.from));
+    const uint8_t* to = base(role(copy.to));
+    if (from != nullptr && from + copy.from.first * width == to + copy.to.first * width) continue;
+    note(copy.from, false);
+    note(copy.to, true);
   }
-  const uint64_t width = ElementSize(spec.dtype);
-  auto span = [&](const uint8_t* base, int role) {
-    if (base == nullptr || end[role] == 0) return Span{};
-    const auto at = reinterpret_cast<uintptr_t>(base);
-    return Span{at + first[role] * width, at + end[role] * width};
-  };
-  touched.input = span(spec.input, 0);
-  touched.output = span(spec.output, 1);
-  return touched;
+  for (int r = 0; r < 2; ++r) {
+    if (base(r) == nullptr || end[r] == 0) continue;
+    const auto at = reinterpret_cast<uintptr_t>(base(r));
+    spans.push_back({at + first[r] * width, at + end[r] * width, call, written[r]});
+  }
 }
+
+// Among the spans seen so far, the two that reach furthest of two different calls: the furthest
+// reach of any call other than a given one is then one of them.
+class FurthestTwo {
+ public:
+  void Add(const Span& span) {
+    if (span.call == first_.call && has_first_) {
+      if (span.end > first_.end) first_ = span;
+    } else if (has_second_ && span.call == second_.call) {
+      if (span.end > second_.end) second_ = span;
+      if (second_.end > first_.end) std::swap(first_, second_);
+    } else if (!has_first_ || span.end > first_.end) {
+      if (has_first_) {
+        second_ = first_;
+        has_second_ = true;
+      }
+      first_ = span;
+      has_first_ = true;
+    } else if (!has_second_ || span.end > second_.end) {
+      second_ = span;
+      has_second_ = true;
+    }
+  }
+  // The span of another call than `call` that reaches past `begin`, if any.
+  const Span* OtherReaching(size_t call, uintptr_t begin) const {
+    const Span* other = has_first_ && first_.call != call ? &first_ : (has_second_ ? &second_ : nullptr);
+    return other != nullptr && other->end > begin ? other : nullptr;
+  }
+
+ private:
+  Span first_, second_;
+  bool has_first_ = false, has_second_ = false;
+};
 
 std::string Describe(const Span& span) {
   return absl::StrCat("[0x", absl::Hex(span.begin), ", +", span.end - span.begin, " B)");
@@ -71,25 +98,31 @@ std::string Describe(const Span& span) {
 std::vector<absl::Status> GroupOverlaps(const std::vector<OperationSpec>& specs) {
   std::vector<absl::Status> conflicts(specs.size());
   if (specs.size() < 2) return conflicts;
-  std::vector<Touched> touched;
-  touched.reserve(specs.size());
-  for (const OperationSpec& spec : specs) touched.push_back(TouchedBy(spec));
-  constexpr const char* kWhy = ": the calls of a group run side by side, in no order";
-  // Pairs of calls: groups are tens of calls, a weight sync's hundreds at most.
-  for (size_t a = 0; a < specs.size(); ++a) {
-    if (!touched[a].writes || !specs[a].refused.ok()) continue;
-    for (size_t b = 0; b < specs.size(); ++b) {
-      if (b == a || !specs[b].refused.ok()) continue;
-      for (const Span& theirs : {touched[b].input, touched[b].output}) {
-        if (!touched[a].output.Overlaps(theirs)) continue;
-        conflicts[a].Update(absl::InvalidArgumentError(
-            absl::StrCat("it writes ", Describe(touched[a].output), ", which \"",
-                         specs[b].description, "\" of the same group uses at ", Describe(theirs), kWhy)));
-        conflicts[b].Update(absl::InvalidArgumentError(
-            absl::StrCat("it uses ", Describe(theirs), ", which \"", specs[a].description,
-                         "\" of the same group writes at ", Describe(touched[a].output), kWhy)));
-      }
+  std::vector<Span> spans;
+  for (size_t call = 0; call < specs.size(); ++call) {
+    if (specs[call].refused.ok()) AddSpans(specs[call], call, spans);
+  }
+  // One sweep in address order (groups of a weight sync hold many thousands of calls): a span
+  // overlaps an earlier one exactly where that one reaches past its start. Every call in a
+  // conflict is flagged at least once, each naming one call it races with.
+  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.begin < b.begin; });
+  auto refuse = [&](const Span& mine, const Span& theirs) {
+    constexpr const char* kWhy = ": the calls of a group run side by side, in no order";
+    for (const auto& [a, b] : {std::pair{&mine, &theirs}, std::pair{&theirs, &mine}}) {
+      if (!conflicts[a->call].ok()) continue;
+      conflicts[a->call] = absl::InvalidArgumentError(absl::StrCat(
+          "it ", a->writes ? "writes " : "reads ", Describe(*a), ", which \"", specs[b->call].description,
+          "\" of the same group ", b->writes ? "writes" : "reads", " at ", Describe(*b), kWhy));
     }
+  };
+  FurthestTwo writes, any;
+  for (const Span& span : spans) {
+    if (const Span* writer = writes.OtherReaching(span.call, span.begin)) refuse(span, *writer);
+    if (span.writes) {
+      if (const Span* other = any.OtherReaching(span.call, span.begin)) refuse(span, *other);
+      writes.Add(span);
+    }
+    any.Add(span);
   }
   return conflicts;
 }

@@ -120,6 +120,9 @@ class OperationTask {
   // The task's place among this communicator's submissions (the same on every rank for the
   // same sequence of calls): names it in traces.
   void set_number(uint64_t number) { number_ = number; }
+  // A collective's place among the communicator's collective calls (Schedule::ordinal); before
+  // the task starts.
+  void set_collective_ordinal(uint32_t ordinal) { spec_.schedule.ordinal = ordinal; }
   void set_done_flag(StreamFlags::Ticket ticket) { spec_.done_flag = ticket; }
   // The done flag, once: the caller's stream is let go of exactly once (Engine::LetGoOfStream).
   std::optional<StreamFlags::Ticket> take_done_flag() { return std::exchange(spec_.done_flag, std::nullopt); }

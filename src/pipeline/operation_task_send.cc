@@ -232,7 +232,11 @@ void OperationTask::EndEncodeAhead(TaskContext& context, SendBlock& block) {
 
 void OperationTask::StartForward(TaskContext& context, SendBlock& block) {
   RecvBlock& source = *SourceBlock(block);
-  block.envelope = source.envelope;
+  // The block's envelope as it came, but for the count of unplaced calls, which is the next
+  // link's, not the one it came over: the two differ where refusals named one link only.
+  Envelope forwarded = source.header;
+  forwarded.unplaced = UnplacedOn(spec_.schedule.sends[block.step].peer);
+  block.envelope = EncodeEnvelope(forwarded);
   PostSend(context, block, block.envelope.data(), kEnvelopeBytes, MemoryType::kHost, kEnvelopeStream);
   const Landing landing = LandingOf(source);
   if (source.on_host) ++context.stats->blocks_forwarded_from_host;

@@ -96,9 +96,10 @@ struct Schedule {
   ReduceOp op = ReduceOp::kSum;  // the combining operator of every reducing receive
   int root = -1;                 // broadcast's or reduce's root, else -1
   uint64_t count = 0;            // the operation's count as the caller gave it
-  // A collective's place among its communicator's collective calls (wrapping): the same on
-  // every rank of a call, as they make their collectives in the same order. Checked by each
-  // receive, where a message a disagreement left behind would otherwise pass for this call's.
+  // A collective's place among its communicator's collective calls (wrapping), set as it takes
+  // its places (Engine::Queue): the same on every rank of a call, as they post their
+  // collectives in the same order. Checked by each receive, where a message a disagreement left
+  // behind would otherwise pass for this call's.
   uint32_t ordinal = 0;
   std::string name;              // "send to peer 1", "allreduce": what errors call it
   // How many links every block crosses one after the other: n - 1 along a chain of n ranks, 1

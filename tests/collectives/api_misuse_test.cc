@@ -305,7 +305,7 @@ TEST(ApiMisuse, CallsOfAGroupThatRaceForABufferAreRefused) {
       return s;
     }
     if (absl::Status s = ExpectError(send.Wait(absl::ZeroDuration()), absl::StatusCode::kInvalidArgument,
-                                     {"it uses", "writes at"}, "the send");
+                                     {"it reads", "writes at"}, "the send");
         !s.ok()) {
       return s;
     }
@@ -323,6 +323,27 @@ TEST(ApiMisuse, CallsOfAGroupThatRaceForABufferAreRefused) {
     }
     return absl::OkStatus();
   }));
+}
+
+// No race, no refusal: a copy of a buffer onto itself (a Send and Recv to this rank itself of one
+// buffer) beside a call that reads that buffer, and an in-place allreduce beside another call
+// reading its input, in one group.
+TEST(ApiMisuse, CallsOfAGroupThatOnlyShareWhatTheyReadRun) {
+  std::unique_ptr<Communicator> comm = OneRank();
+  ASSERT_NE(comm, nullptr);
+  Communicator& c = *comm;
+  std::vector<float> x(1000, 3.0f), y(1000, 0.0f), z(1000, 5.0f), w(1000, 0.0f);
+  c.GroupStart();
+  c.Send(x.data(), x.size(), DataType::kFloat32, 0, nullptr);
+  c.Recv(x.data(), x.size(), DataType::kFloat32, 0, nullptr);
+  c.AllReduce(x.data(), y.data(), x.size(), DataType::kFloat32, ReduceOp::kSum, nullptr);
+  c.AllReduce(z.data(), z.data(), z.size(), DataType::kFloat32, ReduceOp::kMax, nullptr);
+  c.AllReduce(x.data(), w.data(), x.size(), DataType::kFloat32, ReduceOp::kSum, nullptr);
+  const absl::Status status = c.GroupEnd().Wait(absl::Seconds(10));
+  ASSERT_TRUE(status.ok()) << status;
+  EXPECT_EQ(y, std::vector<float>(1000, 3.0f));
+  EXPECT_EQ(z, std::vector<float>(1000, 5.0f));
+  EXPECT_EQ(w, std::vector<float>(1000, 3.0f));
 }
 
 // Blocks as large as the options allow (2^62 bytes) only mean one block per message: a small

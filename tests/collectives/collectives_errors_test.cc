@@ -352,6 +352,39 @@ TEST_P(CollectiveUnplacedOnOneRank, ItsNextCallFailsInsteadOfTakingThePeersEarli
 INSTANTIATE_TEST_SUITE_P(, CollectiveUnplacedOnOneRank, ::testing::Values(2, 3),
                          [](const auto& info) { return absl::StrCat(info.param, "ranks"); });
 
+// Ranks 0 and 1 both refuse a Send/Recv between them before it takes its places (a type outside
+// its enum): their link counts it on both sides, the link to rank 2 does not. A block that rank
+// 1 forwards down a broadcast's chain to rank 2 carries the count of the link to rank 2, not of
+// the one it came over, where until session 37 it failed every later forwarded call ("peer 1
+// counts 1 and rank 2 0").
+TEST(CollectiveErrors, ARefusalAlikeOnOneLinkLeavesForwardedBlocksAlone) {
+  ExpectRanksSucceeded(RunRanks({.world_size = 3}, [&](const RankContext& context) -> absl::Status {
+    transport::TransportOptions options = ShortTimeoutOptions();
+    options.tree_broadcast_bytes = 0;  // down the chain 0 -> 1 -> 2, which rank 1 forwards
+    auto comm = CreateCommunicator(context, options);
+    if (!comm.ok()) return comm.status();
+    Communicator& c = **comm;
+    std::vector<uint32_t> words(64);
+    if (c.rank() < 2) {
+      const int peer = 1 - c.rank();
+      const Operation refused = c.rank() == 0 ? c.Send(words.data(), words.size(), static_cast<DataType>(13), peer, nullptr)
+                                              : c.Recv(words.data(), words.size(), static_cast<DataType>(13), peer, nullptr);
+      if (absl::Status s = ExpectError(refused.Wait(absl::Seconds(5)), absl::StatusCode::kInvalidArgument,
+                                       {"invalid dtype 13"}, "the refused call");
+          !s.ok()) {
+        return s;
+      }
+    }
+    for (int call = 0; call < 2; ++call) {
+      if (absl::Status s = RunAndCheck(c, {.kind = Collective::kBroadcast, .count = 20000, .root = 0}, 5 + call);
+          !s.ok()) {
+        return s;
+      }
+    }
+    return absl::OkStatus();
+  }));
+}
+
 // Rank 2 joins the communicator but never calls the ring allreduce. Rank 0, which receives from
 // it, fails when the operation timeout passes, and the error says what its blocks were then
 // doing: each rank's error tells where a stalled ring stopped without a debugger.
