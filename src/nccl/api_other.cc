@@ -98,7 +98,10 @@ ncclResult_t ncclCommDeregister(const ncclComm_t comm, void*) {
 // ucclzip reads its environment at every ncclCommInitRank, so there is nothing to reload.
 void ncclResetDebugInit() {}
 
+// Where nccl.h declares it (2.28.9 does, 2.28.3 not): the shim exports what the header declares.
+#ifdef UCCLZIP_NCCL_DECLARES_COMM_REVOKE
 ncclResult_t ncclCommRevoke(ncclComm_t, int) { return Unsupported("ncclCommRevoke"); }
+#endif
 ncclResult_t ncclCommSplit(ncclComm_t, int, int, ncclComm_t*, ncclConfig_t*) { return Unsupported("ncclCommSplit"); }
 ncclResult_t ncclCommShrink(ncclComm_t, int*, int, ncclComm_t*, ncclConfig_t*, int) {
   return Unsupported("ncclCommShrink");
@@ -135,7 +138,9 @@ UCCLZIP_NCCL_PROFILING_TWIN(ncclCommDeregister);
 #pragma GCC diagnostic ignored "-Wdeprecated-declarations"
 UCCLZIP_NCCL_PROFILING_TWIN(ncclResetDebugInit);
 #pragma GCC diagnostic pop
+#ifdef UCCLZIP_NCCL_DECLARES_COMM_REVOKE
 UCCLZIP_NCCL_PROFILING_TWIN(ncclCommRevoke);
+#endif
 UCCLZIP_NCCL_PROFILING_TWIN(ncclCommSplit);
 UCCLZIP_NCCL_PROFILING_TWIN(ncclCommShrink);
 UCCLZIP_NCCL_PROFILING_TWIN(ncclCommInitRankScalable);
