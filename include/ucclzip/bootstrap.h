@@ -18,8 +18,9 @@
 namespace ucclzip {
 
 struct BootstrapConfig {
-  // Where rank 0 listens and the others connect. Rank 0 binds exactly this address; use
-  // "0.0.0.0" to listen on every interface while the others connect to a routable name.
+  // Where the others connect to rank 0. Rank 0 checks that it is one of its host's addresses
+  // and listens at `port` on every interface: the others may reach it at another address than
+  // the name means on its own host (Debian resolves a host's own name to 127.0.1.1).
   std::string host = "127.0.0.1";
   uint16_t port = 0;
   int rank = -1;
@@ -34,7 +35,9 @@ struct BootstrapConfig {
   absl::Duration timeout = absl::Seconds(60);
   // Rank 0 only: an already listening TCP socket to accept on instead of binding host:port
   // (a launcher that reserved the port hands it down; the socket is adopted and closed). Another
-  // rank's is closed unused.
+  // rank's is closed unused. Either way the descriptor is consumed by the first Create given
+  // this config: a config that holds one serves one Create (a second would close whatever has
+  // that number by then).
   int listen_fd = -1;
 };
 
