@@ -32,18 +32,23 @@ struct EncodeArgs {
 
 using ChunkPrefixOp = cub::TilePrefixCallbackOp<uint32_t, cuda::std::plus<uint32_t>, ChunkScanState>;
 
-// Stores `value` where `store` holds, as one predicated instruction: written as a branch (which
-// the compiler chose for the plain `if`), it closes the coder's step to the scheduler, and the
-// steps of a batch then run one instruction after another, each waiting for the last. The
-// caller orders the store with later reads by a __syncwarp.
-__device__ __forceinline__ void StoreWordIf(bool store, uint16_t* address, uint16_t value) {
+// Stores `value` at words[index] where `store` holds, as one predicated instruction: written as
+// a branch (which the compiler chose for the plain `if`), it closes the coder's step to the
+// scheduler, and the steps of a batch then run one instruction after another, each waiting for
+// the last. The address is one wide multiply-add of the 32-bit index onto the 64-bit base (the
+// compiler, left to itself, rebuilt the chunk's base from the scratch area's at every step:
+// five instructions of the step's 23). The caller orders the store with later reads by a
+// __syncwarp.
+__device__ __forceinline__ void StoreWordIf(bool store, uint16_t* words, uint32_t index, uint16_t value) {
   asm volatile(
       "{\n"
       "  .reg .pred p;\n"
+      "  .reg .u64 address;\n"
       "  setp.ne.u32 p, %0, 0;\n"
-      "  @p st.global.u16 [%1], %2;\n"
+      "  mad.wide.u32 address, %1, 2, %2;\n"
+      "  @p st.global.u16 [address], %3;\n"
       "}\n" ::"r"(static_cast<uint32_t>(store)),
-      "l"(address), "h"(value));
+      "r"(index), "l"(words), "h"(value));
 }
 
 template <typename Split, bool kAligned>
@@ -158,7 +163,7 @@ __global__ void __launch_bounds__(32) EncodeKernel(EncodeArgs args) {
     const bool emit = active && x >= sym.renorm_limit;
     const uint32_t ballot = __ballot_sync(~0u, emit);
     const uint32_t slot = emitted + __popc(ballot & higher_lanes);
-    StoreWordIf(emit, words + slot, static_cast<uint16_t>(x));
+    StoreWordIf(emit, words, slot, static_cast<uint16_t>(x));
     x = emit ? x >> 16 : x;
     emitted += __popc(ballot);
     if (active) x = EncodeStep(x, sym);
