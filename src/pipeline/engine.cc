@@ -513,6 +513,7 @@ void Engine::Loop() {
   bool stopping = false;
   int device = -1;
   bool poll_gpu = false;
+  bool watching_peers = false;
   absl::Time last_progress = absl::Now();  // when a pass last moved a task, or news came
   absl::Time stop_by = absl::InfiniteFuture();  // set once stopping: kStopGrace from then (Stop)
   while (!stopping || (!active_.empty() && absl::Now() < stop_by)) {
@@ -596,6 +597,14 @@ void Engine::Loop() {
         it = active_.erase(it);
         moved = true;
       }
+    }
+    // A call that waits on local work (a codec, the caller's stream) may have no transfer in
+    // flight through which to see a peer exit, and a collective's peers fail at their timeout and
+    // leave: the transport watches them whenever a call is here (s37-1: a rank waited 60 s past
+    // its peers' exits without it).
+    if (const bool busy = !active_.empty(); busy != watching_peers) {
+      lanes_.WatchPeers(busy);
+      watching_peers = busy;
     }
     absl::MutexLock lock(&mutex_);
     published_stats_ = stats_;

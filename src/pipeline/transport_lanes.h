@@ -50,6 +50,9 @@ class TransportLanes {
   // Transport's calls of the same names, over every lane.
   absl::Status PrepareDeviceStaging(int device);
   absl::Status FirstPeerFailure();
+  // On one lane: every lane's transport has every peer's bootstrap connection, and a failure
+  // one lane sees is every lane's.
+  void WatchPeers(bool on) { lanes_[0]->WatchPeers(on); }
   void Abort(const absl::Status& why);
   void Shutdown();
 

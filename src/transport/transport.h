@@ -99,6 +99,15 @@ class Transport {
   // talk to that peer themselves. Any thread; cheap while no peer has failed.
   absl::Status FirstPeerFailure();
 
+  // While on, the progress thread watches every peer's bootstrap connection (within about
+  // 100 ms of a hang-up) even with no transfer of its own in flight. Its user turns it on while
+  // a call waits on local work, a codec or the caller's stream, that needs peers which may have
+  // exited meanwhile; off, a peer that exits while nothing is pending fails only at the next
+  // transfer with it, and a normal shutdown, whose peers leave at their own pace after the last
+  // barrier, reports no failure. Any thread.
+  void WatchPeers(bool on) { watch_peers_.store(on, std::memory_order_relaxed); }
+  bool watching_peers() const { return watch_peers_.load(std::memory_order_relaxed); }
+
   // Fails every pending and future operation with `why` and force-closes every endpoint, so
   // that peers see the failure too. Safe from any thread.
   void Abort(const absl::Status& why);
@@ -232,6 +241,7 @@ class Transport {
   std::vector<std::shared_ptr<Request>> cancels_ ABSL_GUARDED_BY(mutex_);  // CancelRecv's
   PeerFailureListener peer_failure_listener_ ABSL_GUARDED_BY(mutex_);
   std::atomic<bool> any_peer_failed_{false};
+  std::atomic<bool> watch_peers_{false};  // WatchPeers
   bool stopping_ ABSL_GUARDED_BY(mutex_) = false;
   // Set with any of submitted_, reported_failures_, cancels_, abort_pending_ and stopping_, so
   // that a pass with nothing new skips the mutex: Debian's Abseil keeps its deadlock detection

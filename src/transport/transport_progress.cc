@@ -584,7 +584,9 @@ void Transport::HandleEndpointErrors() {
 }
 
 void Transport::WatchBootstrapConnections(absl::Time now) {
-  if (active_.empty() || now - last_watch_ < kWatchInterval) return;
+  if ((active_.empty() && !watch_peers_.load(std::memory_order_relaxed)) || now - last_watch_ < kWatchInterval) {
+    return;
+  }
   last_watch_ = now;
   std::vector<pollfd> fds;
   for (const Peer& peer : peers_) {

@@ -325,6 +325,38 @@ TEST(PipelineErrors, ARecvThatTimedOutDoesNotFailItsPeerAtTheOperationTimeoutLat
   }));
 }
 
+// While a call is pending, the engine has its transport watch the peers' bootstrap connections:
+// a call waiting on local work (its stream, a codec) with every receive done has no transfer
+// through which to see a peer exit (s37-1, docs/PIPELINE.md). Idle, it has it stop, so that peers
+// leaving after the last barrier of a normal shutdown are no failure.
+TEST(PipelineErrors, TheTransportWatchesThePeersWhileACallIsPending) {
+  ExpectRanksSucceeded(RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
+    auto comm = CreateCommunicator(context, ShortTimeoutOptions());
+    if (!comm.ok()) return comm.status();
+    Communicator& c = **comm;
+    transport::Bootstrap& bootstrap = internal::CommunicatorAccess::BootstrapOf(c);
+    const transport::Transport& transport = TransportOf(c);
+    // Within a few of the engine's passes, which sleep at most 100 ms when idle.
+    auto becomes = [&](bool watching) {
+      const absl::Time give_up = absl::Now() + absl::Seconds(5);
+      while (transport.watching_peers() != watching && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(1));
+      return transport.watching_peers() == watching;
+    };
+    uint32_t word = 7;
+    if (context.rank == 1) {
+      if (absl::Status s = bootstrap.Barrier(absl::Now() + absl::Seconds(20)); !s.ok()) return s;
+      return WaitOk(c.Send(&word, 1, DataType::kUint32, 0, nullptr), "the send");
+    }
+    if (transport.watching_peers()) return absl::InternalError("rank 0 watched its peers before any call");
+    const Operation recv = c.Recv(&word, 1, DataType::kUint32, 1, nullptr);
+    if (!becomes(true)) return absl::InternalError("rank 0 did not watch its peers while its receive was pending");
+    if (absl::Status s = bootstrap.Barrier(absl::Now() + absl::Seconds(20)); !s.ok()) return s;
+    if (absl::Status s = WaitOk(recv, "the receive"); !s.ok()) return s;
+    if (!becomes(false)) return absl::InternalError("rank 0 still watched its peers with no call pending");
+    return absl::OkStatus();
+  }));
+}
+
 TEST(PipelineErrors, ARecvWhoseFramePartsNeverComeFailsAtItsTimeout) {
   constexpr uint64_t kCount = kForgedBlockElements;  // one 256 KB block of bf16
   ExpectRanksSucceeded(RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {

@@ -173,6 +173,38 @@ TEST_P(TransportFaults, TransfersToAnExitedPeerFailByItsExit) {
   ExpectRanksSucceeded(outcomes);
 }
 
+// Rank 2 exits with nothing in flight. Rank 0's transport was asked to watch its peers (the
+// pipeline asks while a call waits on local work, a codec or the caller's stream, with no
+// transfer through which to see an exit) and fails peer 2 soon after. Over shared memory
+// nothing else would tell it: UCX reports no broken connection there (over tcp it may).
+TEST_P(TransportFaults, AWatchingTransportSeesAPeerExitWithNothingInFlight) {
+  const std::string tls = GetParam();
+  auto outcomes = RunRanks({.world_size = 3}, [&](const RankContext& context) -> absl::Status {
+    const TransportOptions options = ShortTimeouts(tls);
+    auto communicator = CreateCommunicator(context, options);
+    if (!communicator.ok()) return communicator.status();
+    transport::Transport& transport = TransportOf(**communicator);
+    if (context.rank == 0) transport.WatchPeers(true);
+    transport::Bootstrap& bootstrap = internal::CommunicatorAccess::BootstrapOf(**communicator);
+    if (absl::Status s = bootstrap.Barrier(absl::Now() + absl::Seconds(20)); !s.ok()) return s;
+    if (context.rank == 2) _exit(0);
+    if (context.rank == 1) return absl::OkStatus();
+    const absl::Time start = absl::Now();
+    const absl::Duration reach = absl::Seconds(2);
+    absl::Status failure;
+    while (failure.ok() && absl::Now() - start < reach) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      failure = transport.FirstPeerFailure();
+    }
+    if (failure.ok()) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("rank 0 watched its peers but had not seen rank 2 exit after ", absl::FormatDuration(reach)));
+    }
+    return ExpectFailure(failure, {"peer 2 failed"}, "the exited rank");
+  });
+  ExpectRanksSucceeded(outcomes);
+}
+
 // A staged send to a stalled peer holds every send staging block when the peer is declared
 // failed, and UCX never gives those blocks back (a force-closed endpoint without peer error
 // handling), so the op is abandoned. Its staging blocks must return to the pool with it: a
