@@ -14,14 +14,30 @@ namespace ucclzip::transport {
 
 class StagingPath {
  public:
-  // `pool_bytes` is split between the two directions, at least one block each.
+  // Peers for whose first send block the send pool keeps room (staging_pool.h): sends to up to
+  // kReservedPeers + 1 peers that depend on each other all start, whichever came first.
+  static constexpr size_t kReservedPeers = 7;
+  // Blocks the send pool holds beyond `blocks` in a world of `ranks`: one per peer it reserves
+  // for, so that sends to one peer still have `blocks` (a ring sends to one).
+  static size_t ReservedBlocks(int ranks) { return std::min<size_t>(ranks > 2 ? ranks - 2 : 0, kReservedPeers); }
+  // The blocks per direction of `pool_bytes`: half each, at least one.
+  static size_t BlocksPerDirection(size_t block_bytes, size_t pool_bytes) {
+    return std::max<size_t>(1, pool_bytes / block_bytes / 2);
+  }
+
+  // `pool_bytes` is split between the two directions, at least one block each; the send pool
+  // has ReservedBlocks(ranks) more.
   static absl::StatusOr<std::unique_ptr<StagingPath>> Create(std::unique_ptr<StagingEngine> engine, size_t block_bytes,
-                                                             size_t pool_bytes, int device) {
-    size_t blocks = std::max<size_t>(1, pool_bytes / block_bytes / 2);
+                                                             size_t pool_bytes, int ranks, int device) {
+    const size_t blocks = BlocksPerDirection(block_bytes, pool_bytes);
     std::unique_ptr<StagingPath> path(new StagingPath(std::move(engine), device));
-    absl::StatusOr<std::unique_ptr<StagingPool>> send = StagingPool::Create(*path->engine_, block_bytes, blocks);
+    const size_t reserved = ReservedBlocks(ranks);
+    absl::StatusOr<std::unique_ptr<StagingPool>> send =
+        StagingPool::Create(*path->engine_, block_bytes, blocks + reserved, ranks, reserved);
     if (!send.ok()) return send.status();
-    absl::StatusOr<std::unique_ptr<StagingPool>> recv = StagingPool::Create(*path->engine_, block_bytes, blocks);
+    // Receives take a block only once their message has arrived (transport_progress.cc), so
+    // they never wait on each other holding one: nothing to reserve.
+    absl::StatusOr<std::unique_ptr<StagingPool>> recv = StagingPool::Create(*path->engine_, block_bytes, blocks, ranks, 0);
     if (!recv.ok()) return recv.status();
     path->send_pool_ = std::move(*send);
     path->recv_pool_ = std::move(*recv);

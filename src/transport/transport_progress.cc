@@ -289,25 +289,27 @@ absl::StatusOr<StagingPath*> Transport::StagingPathFor(MemoryType type, int devi
   // A pool smaller than one block per direction is sized up to that: host memory is never
   // staged, so the option only matters here, where the larger size is what works.
   const size_t pool_bytes = std::max(options_.staging_pool_bytes, 2 * *options_.block_bytes);
-  const size_t blocks = pool_bytes / *options_.block_bytes / 2;
+  const size_t blocks = StagingPath::BlocksPerDirection(*options_.block_bytes, pool_bytes);
+  const size_t send_blocks = blocks + StagingPath::ReservedBlocks(size_);
   // Without wake-ups the progress thread polls the copies, and signals would only pile up.
   const int copy_done_fd = options_.staging_copy_wakeups ? wake_fd_ : -1;
   std::unique_ptr<StagingEngine> engine;
   if (type == MemoryType::kHost) {
     engine = options_.host_staging_engine ? options_.host_staging_engine(copy_done_fd) : MakeHostStagingEngine(copy_done_fd);
   } else {
-    absl::StatusOr<std::unique_ptr<StagingEngine>> cuda = MakeCudaStagingEngine(device, 2 * blocks, copy_done_fd);
+    absl::StatusOr<std::unique_ptr<StagingEngine>> cuda = MakeCudaStagingEngine(device, send_blocks + blocks, copy_done_fd);
     if (!cuda.ok()) return cuda.status();
     engine = std::move(*cuda);
   }
   absl::StatusOr<std::unique_ptr<StagingPath>> created =
-      StagingPath::Create(std::move(engine), *options_.block_bytes, pool_bytes, device);
+      StagingPath::Create(std::move(engine), *options_.block_bytes, pool_bytes, size_, device);
   if (!created.ok()) return created.status();
   path = std::move(*created);
   UCCLZIP_LOG(kDebug) << "rank " << rank_ << ": staging " << MemoryTypeName(type) << " memory"
                       << (type == MemoryType::kDevice ? absl::StrCat(" of device ", device) : "") << " through "
-                      << pool_bytes << " B of pinned host memory (" << blocks << " blocks of " << *options_.block_bytes
-                      << " B per direction)";
+                      << (send_blocks + blocks) * *options_.block_bytes << " B of pinned host memory (" << send_blocks
+                      << " blocks of " << *options_.block_bytes << " B to send, " << StagingPath::ReservedBlocks(size_)
+                      << " of them kept for peers holding none, and " << blocks << " to receive)";
   return path.get();
 }
 
@@ -452,7 +454,7 @@ bool Transport::CopyFinished(Op& op, StagingPath& path, Block& block) {
 }
 
 void Transport::RetireBlock(Op& op, Block& block, StagingPool* pool, bool delivered) {
-  if (block.staging != nullptr) pool->Release(block.staging);
+  if (block.staging != nullptr) pool->Release(block.staging, op.peer);
   block.staging = nullptr;
   block.stage = BlockStage::kDone;
   if (delivered && op.error.ok()) {
@@ -476,13 +478,13 @@ bool Transport::AdvanceStagedSend(Op& op, StagingPath& path) {
     RetireBlock(op, block, &path.send_pool(), /*delivered=*/false);
   }
   while (op.error.ok() && op.next_block < op.blocks.size()) {
-    uint8_t* staging = path.send_pool().Acquire();
+    uint8_t* staging = path.send_pool().Acquire(op.peer);
     if (staging == nullptr) break;
     Block& block = op.blocks[op.next_block++];
     absl::StatusOr<uint32_t> ticket =
         path.engine().Start(staging, op.data + block.offset, block.bytes, CopyDirection::kToStaging);
     if (!ticket.ok()) {
-      path.send_pool().Release(staging);
+      path.send_pool().Release(staging, op.peer);
       op.Fail(ticket.status());
       break;
     }
@@ -516,13 +518,13 @@ bool Transport::AdvanceStagedRecv(Op& op, StagingPath& path) {
   // A staging block is taken only for a message that has arrived (probe), so receives never hold
   // staging memory while they wait for senders: a bounded pool cannot deadlock.
   while (op.error.ok() && op.next_block < op.blocks.size()) {
-    uint8_t* staging = path.recv_pool().Acquire();
+    uint8_t* staging = path.recv_pool().Acquire(op.peer);
     if (staging == nullptr) break;
     ucp_tag_recv_info_t info{};
     ucp_tag_message_h message = ucp_tag_probe_nb(context_->worker(), TagOf(op, op.next_block, false), kMatchMask,
                                                  /*remove=*/1, &info);
     if (message == nullptr) {
-      path.recv_pool().Release(staging);
+      path.recv_pool().Release(staging, op.peer);
       break;
     }
     Block& block = op.blocks[op.next_block++];
@@ -531,7 +533,7 @@ bool Transport::AdvanceStagedRecv(Op& op, StagingPath& path) {
     PostNetwork(block, staging, path.recv_pool().block_bytes(), /*host_buffer=*/true, message);
     progressed = true;
     if (block.stage == BlockStage::kWaiting) {  // the post failed
-      path.recv_pool().Release(staging);
+      path.recv_pool().Release(staging, op.peer);
       block.staging = nullptr;
     }
   }
@@ -691,7 +693,7 @@ void Transport::Retire(Op& op, bool abandon) {
     StagingPath* path = (op.memory.type == MemoryType::kHost ? host_staging_ : device_staging_).get();
     for (Block& block : op.blocks) {
       if (block.staging == nullptr || block.stage != BlockStage::kNetwork || path == nullptr) continue;
-      (op.kind == OpKind::kSend ? path->send_pool() : path->recv_pool()).Release(block.staging);
+      (op.kind == OpKind::kSend ? path->send_pool() : path->recv_pool()).Release(block.staging, op.peer);
       block.staging = nullptr;
     }
   }

@@ -380,15 +380,23 @@ TEST(Collectives, ReduceTakesNullOffTheRootAndGroupsWithOtherRoots) {
 // only from this group: per-peer slots and windows let both go on (docs/PIPELINE.md). Also
 // staged and uncompressed, where a plain run's one transport message would hold the staging
 // blocks that the send to the other peer needs until its receiver posts (docs/PIPELINE.md,
-// "Plain runs": there are none on staged paths).
-class GroupedSendsToPeersThatDependOnEachOther : public ::testing::TestWithParam<std::tuple<bool, CompressionMode>> {};
+// "Plain runs": there are none on staged paths). With a window as large as the send staging
+// pool (as the defaults make them: 2 slots of 16 MB against 8 blocks of 4 MB), the send to the
+// first peer could take every staging block, and the one to the other never started
+// (staging_pool.h).
+class GroupedSendsToPeersThatDependOnEachOther
+    : public ::testing::TestWithParam<std::tuple<bool, CompressionMode, bool>> {};
 
 TEST_P(GroupedSendsToPeersThatDependOnEachOther, FinishWithTheRightBytes) {
-  const auto [staged, mode] = GetParam();
+  const auto [staged, mode, window_fills_pool] = GetParam();
   ExpectRanksSucceeded(RunRanks({.world_size = 3}, [&](const RankContext& context) -> absl::Status {
     transport::TransportOptions options = PipelineOptions();
     options.stage_host_memory = staged;
     options.staging_pool_bytes = 2 << 20;
+    if (window_fills_pool) {
+      options.device_slots = 4;  // a window of 4 pipeline blocks of 256 KB: the 1 MB send pool
+      options.op_timeout = absl::Seconds(5);
+    }
     auto comm = CreateCommunicator(context, options);
     if (!comm.ok()) return comm.status();
     Communicator& c = **comm;
@@ -417,11 +425,15 @@ TEST_P(GroupedSendsToPeersThatDependOnEachOther, FinishWithTheRightBytes) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Collectives, GroupedSendsToPeersThatDependOnEachOther,
-                         ::testing::Combine(::testing::Bool(),
-                                            ::testing::Values(CompressionMode::kAuto, CompressionMode::kOff)),
+                         ::testing::Values(std::make_tuple(false, CompressionMode::kAuto, false),
+                                           std::make_tuple(false, CompressionMode::kOff, false),
+                                           std::make_tuple(true, CompressionMode::kAuto, false),
+                                           std::make_tuple(true, CompressionMode::kOff, false),
+                                           std::make_tuple(true, CompressionMode::kOff, true)),
                          [](const auto& info) {
                            return absl::StrCat(std::get<0>(info.param) ? "staged_" : "unstaged_",
-                                               std::get<1>(info.param) == CompressionMode::kOff ? "off" : "auto");
+                                               std::get<1>(info.param) == CompressionMode::kOff ? "off" : "auto",
+                                               std::get<2>(info.param) ? "_window_fills_pool" : "");
                          });
 
 }  // namespace

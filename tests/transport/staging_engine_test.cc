@@ -16,6 +16,7 @@
 
 #include "common/gpu_test.h"
 #include "transport/staging_path.h"
+#include "transport/staging_pool.h"
 
 namespace ucclzip::transport {
 namespace {
@@ -166,14 +167,55 @@ class LateCopyEngine final : public StagingEngine {
 TEST(StagingPath, FreesItsMemoryOnlyAfterTheCopiesInFlight) {
   std::vector<std::string> log;
   absl::StatusOr<std::unique_ptr<StagingPath>> path =
-      StagingPath::Create(std::make_unique<LateCopyEngine>(&log), 4096, 4 * 4096, /*device=*/-1);
+      StagingPath::Create(std::make_unique<LateCopyEngine>(&log), 4096, 4 * 4096, /*ranks=*/2, /*device=*/-1);
   ASSERT_TRUE(path.ok()) << path.status();
   std::vector<uint8_t> user(4096);
-  uint8_t* staging = (*path)->send_pool().Acquire();
+  uint8_t* staging = (*path)->send_pool().Acquire(/*peer=*/1);
   ASSERT_NE(staging, nullptr);
   ASSERT_TRUE((*path)->engine().Start(staging, user.data(), user.size(), CopyDirection::kToStaging).ok());
   path->reset();
   EXPECT_EQ(log, (std::vector<std::string>{"copies finished", "freed", "freed"}));
+}
+
+// Sends to peers that depend on each other share the send pool (staging_pool.h): the first peer
+// to send may not take the blocks kept for the others, whichever order their sends come in,
+// and a peer gets them back as soon as it holds none again.
+TEST(StagingPool, KeepsABlockForEachOtherPeerHoldingNone) {
+  const std::unique_ptr<StagingEngine> memory = MakeHostStagingEngine(-1);
+  // World of 4 (rank 0's pool): 2 blocks of its own plus 2 reserved for the other two peers.
+  absl::StatusOr<std::unique_ptr<StagingPool>> pool = StagingPool::Create(*memory, 4096, 4, /*ranks=*/4, /*reserved=*/2);
+  ASSERT_TRUE(pool.ok()) << pool.status();
+  std::vector<uint8_t*> to_peer1;
+  for (uint8_t* block; (block = (*pool)->Acquire(1)) != nullptr;) to_peer1.push_back(block);
+  EXPECT_EQ(to_peer1.size(), 2u) << "peer 1 took blocks kept for peers 2 and 3";
+  uint8_t* to_peer2 = (*pool)->Acquire(2);
+  ASSERT_NE(to_peer2, nullptr) << "peer 2, holding none, found no block";
+  EXPECT_EQ((*pool)->Acquire(2), nullptr) << "peer 2 took the block kept for peer 3";
+  uint8_t* to_peer3 = (*pool)->Acquire(3);
+  ASSERT_NE(to_peer3, nullptr) << "peer 3, holding none, found no block";
+  EXPECT_EQ((*pool)->Acquire(1), nullptr);
+  // Peer 3 done: one block free, and peer 3 holds none, so it stays kept for peer 3.
+  (*pool)->Release(to_peer3, 3);
+  EXPECT_EQ((*pool)->Acquire(1), nullptr) << "peer 1 took the block kept for peer 3, which holds none again";
+  // Peer 2 done too: two free, two peers holding none, and peer 1 still gets neither.
+  (*pool)->Release(to_peer2, 2);
+  EXPECT_EQ((*pool)->Acquire(1), nullptr);
+  for (uint8_t* block : to_peer1) (*pool)->Release(block, 1);
+  EXPECT_TRUE((*pool)->all_free());
+  // Alone again, peer 1 has its own two and no more.
+  EXPECT_NE((*pool)->Acquire(1), nullptr);
+  EXPECT_NE((*pool)->Acquire(1), nullptr);
+  EXPECT_EQ((*pool)->Acquire(1), nullptr);
+}
+
+// With more peers than the pool reserves for, a peer holding blocks leaves `reserved` free.
+TEST(StagingPool, ReservesForAtMostItsReservedPeers) {
+  const std::unique_ptr<StagingEngine> memory = MakeHostStagingEngine(-1);
+  absl::StatusOr<std::unique_ptr<StagingPool>> pool = StagingPool::Create(*memory, 4096, 5, /*ranks=*/9, /*reserved=*/2);
+  ASSERT_TRUE(pool.ok()) << pool.status();
+  int taken = 0;
+  while ((*pool)->Acquire(1) != nullptr) ++taken;
+  EXPECT_EQ(taken, 3);
 }
 
 }  // namespace
