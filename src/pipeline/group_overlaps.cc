@@ -2,8 +2,8 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <limits>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 
@@ -18,20 +18,21 @@ struct Span {
   bool writes = false;
 };
 
-// What `spec` touches of each of its buffers, from the first to the last element any of its
-// steps reads or writes there; a buffer it writes is a writing span.
+// What `spec` touches of each of its buffers, chunk by chunk, the chunks it reads and those it
+// writes each merged where they meet: an in-place allgather on a middle rank writes every chunk
+// of its output but its own, which it only reads (one span from the first to the last element
+// touched made it a writer of its own shard, and a Send of that shard in its group was refused
+// on the middle ranks only, found by review in session 38).
 void AddSpans(const OperationSpec& spec, size_t call, std::vector<Span>& spans) {
   const uint64_t width = ElementSize(spec.dtype);
-  uint64_t first[2] = {std::numeric_limits<uint64_t>::max(), std::numeric_limits<uint64_t>::max()}, end[2] = {0, 0};
-  bool written[2] = {false, false};
+  struct Touch {
+    uint64_t first, end;
+  };
+  std::vector<Touch> touched[2][2];  // [input 0 / output 1][read 0 / written 1], in elements
   auto role = [](const Chunk& chunk) { return chunk.buffer == BufferRole::kInput ? 0 : 1; };
   auto base = [&](int r) { return r == 0 ? spec.input : spec.output; };
   auto note = [&](const Chunk& chunk, bool writes) {
-    if (chunk.count == 0) return;
-    const int r = role(chunk);
-    first[r] = std::min(first[r], chunk.first);
-    end[r] = std::max(end[r], chunk.first + chunk.count);
-    written[r] |= writes;
+    if (chunk.count > 0) touched[role(chunk)][writes].push_back({chunk.first, chunk.first + chunk.count});
   };
   for (const SendStep& step : spec.schedule.sends) {
     if (step.source == SendStep::Source::kChunk) note(step.chunk, false);
@@ -50,9 +51,17 @@ void AddSpans(const OperationSpec& spec, size_t call, std::vector<Span>& spans) 
     note(copy.to, true);
   }
   for (int r = 0; r < 2; ++r) {
-    if (base(r) == nullptr || end[r] == 0) continue;
+    if (base(r) == nullptr) continue;
     const auto at = reinterpret_cast<uintptr_t>(base(r));
-    spans.push_back({at + first[r] * width, at + end[r] * width, call, written[r]});
+    for (int writes = 0; writes < 2; ++writes) {
+      std::vector<Touch>& list = touched[r][writes];
+      std::sort(list.begin(), list.end(), [](const Touch& x, const Touch& y) { return x.first < y.first; });
+      for (size_t i = 0; i < list.size();) {
+        Touch merged = list[i];
+        for (++i; i < list.size() && list[i].first <= merged.end; ++i) merged.end = std::max(merged.end, list[i].end);
+        spans.push_back({at + merged.first * width, at + merged.end * width, call, writes == 1});
+      }
+    }
   }
 }
 

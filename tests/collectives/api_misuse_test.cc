@@ -7,6 +7,8 @@
 // run as two processes.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include <climits>
 #include <cstring>
 #include <limits>
@@ -344,6 +346,39 @@ TEST(ApiMisuse, CallsOfAGroupThatOnlyShareWhatTheyReadRun) {
   EXPECT_EQ(y, std::vector<float>(1000, 3.0f));
   EXPECT_EQ(z, std::vector<float>(1000, 5.0f));
   EXPECT_EQ(w, std::vector<float>(1000, 3.0f));
+}
+
+// An in-place allgather only reads its own shard, so a Send of that shard in its group is no
+// race, on every rank: on the middle ranks the allgather's writes lie on both sides of the shard,
+// and a race check that took them for one span refused the group there alone, leaving the other
+// ranks to wait for the timeout (found by review in session 38).
+TEST(ApiMisuse, AnInPlaceAllGatherRunsBesideASendOfItsOwnShardOnEveryRank) {
+  constexpr int kWorld = 3;
+  ExpectRanksSucceeded(RunRanks({.world_size = kWorld, .kill_after = kKillAfter}, [&](const RankContext& context) -> absl::Status {
+    auto comm = CreateCommunicator(context, ShortTimeoutOptions());
+    if (!comm.ok()) return comm.status();
+    Communicator& c = **comm;
+    constexpr size_t kShard = 1000;
+    const int rank = context.rank;
+    std::vector<float> gathered(kWorld * kShard, -1.0f), from_previous(kShard, 0.0f);
+    std::fill_n(gathered.begin() + rank * kShard, kShard, static_cast<float>(rank + 1));
+    c.GroupStart();
+    c.AllGather(gathered.data() + rank * kShard, gathered.data(), kShard, DataType::kFloat32, nullptr);
+    c.Send(gathered.data() + rank * kShard, kShard, DataType::kFloat32, (rank + 1) % kWorld, nullptr);
+    c.Recv(from_previous.data(), kShard, DataType::kFloat32, (rank + kWorld - 1) % kWorld, nullptr);
+    if (absl::Status s = WaitOk(c.GroupEnd(), "the group"); !s.ok()) return s;
+    for (int r = 0; r < kWorld; ++r) {
+      if (!std::all_of(gathered.begin() + r * kShard, gathered.begin() + (r + 1) * kShard,
+                       [&](float x) { return x == static_cast<float>(r + 1); })) {
+        return absl::InternalError(absl::StrCat("rank ", rank, ": shard ", r, " gathered wrong"));
+      }
+    }
+    const float previous = static_cast<float>((rank + kWorld - 1) % kWorld + 1);
+    if (from_previous != std::vector<float>(kShard, previous)) {
+      return absl::InternalError(absl::StrCat("rank ", rank, ": the previous rank's shard arrived wrong"));
+    }
+    return absl::OkStatus();
+  }));
 }
 
 // Blocks as large as the options allow (2^62 bytes) only mean one block per message: a small
