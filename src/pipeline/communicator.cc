@@ -164,7 +164,9 @@ bool Communicator::device_memory_direct() const { return impl_->lanes->device_me
 
 void Communicator::Abort() {
   impl_->aborted.store(true, std::memory_order_release);
-  impl_->lanes->Abort(absl::AbortedError(absl::StrCat("rank ", rank(), " called Abort")));
+  const absl::Status why = absl::AbortedError(absl::StrCat("rank ", rank(), " called Abort"));
+  impl_->lanes->Abort(why);
+  impl_->engine->Abort(why);
 }
 
 Operation Communicator::Failed(const absl::Status& status) {

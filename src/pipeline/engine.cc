@@ -438,6 +438,13 @@ void Engine::Queue(std::vector<std::unique_ptr<OperationTask>> tasks) {
   woken_.store(true, std::memory_order_release);
 }
 
+void Engine::Abort(const absl::Status& why) {
+  absl::MutexLock lock(&mutex_);
+  if (aborted_.ok()) aborted_ = why;
+  wake_ = true;
+  woken_.store(true, std::memory_order_release);
+}
+
 void Engine::MarkUnplaced(const std::vector<int>& peers, bool collective) {
   absl::MutexLock lock(&mutex_);
   if (collective) ++collective_calls_;
@@ -514,6 +521,7 @@ void Engine::Loop() {
   int device = -1;
   bool poll_gpu = false;
   bool watching_peers = false;
+  absl::Status aborted;  // aborted_, as of the pass
   absl::Time last_progress = absl::Now();  // when a pass last moved a task, or news came
   absl::Time stop_by = absl::InfiniteFuture();  // set once stopping: kStopGrace from then (Stop)
   while (!stopping || (!active_.empty() && absl::Now() < stop_by)) {
@@ -533,6 +541,7 @@ void Engine::Loop() {
       for (auto& task : submitted_) active_.push_back(std::move(task));
       submitted_.clear();
       stopping = stopping_;
+      aborted = aborted_;
       if (stopping && stop_by == absl::InfiniteFuture()) stop_by = absl::Now() + kStopGrace;
       if (device_ != device) {
         device = device_;
@@ -560,6 +569,7 @@ void Engine::Loop() {
       for (auto it = active_.begin(); it != active_.end();) {
         OperationTask& task = **it;
         if (stopping) task.Fail(absl::CancelledError("the communicator is being destroyed"));
+        task.Fail(aborted);  // OK unless aborted
         if (!peer_failure.ok() && task.spec().schedule.kind != OperationKind::kSendRecv) task.Fail(peer_failure);
         if (now > task.spec().deadline) {
           task.Fail(absl::DeadlineExceededError("the operation's timeout passed"));

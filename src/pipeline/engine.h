@@ -71,6 +71,9 @@ class Engine {
   // (LetGoOfStreams): destroying the transports frees pinned memory, which may wait for the
   // device to idle, and a held stream idles only once let go.
   void Stop();
+  // Fails every task, now and later, with `why` (Communicator::Abort): those the transports'
+  // abort does not reach too, a world of one's and copies to this rank itself. Any thread.
+  void Abort(const absl::Status& why);
   Engine(const Engine&) = delete;
   Engine& operator=(const Engine&) = delete;
 
@@ -138,6 +141,7 @@ class Engine {
   // wake_, readable without the mutex, for the spin before sleep; wake_ alone decides.
   std::atomic<bool> woken_{false};
   bool stopping_ ABSL_GUARDED_BY(mutex_) = false;
+  absl::Status aborted_ ABSL_GUARDED_BY(mutex_);  // Abort's
   CommunicatorStats published_stats_ ABSL_GUARDED_BY(mutex_);
   // Device resources, created on the first device (or streamed) call, on its device.
   int device_ ABSL_GUARDED_BY(mutex_) = -1;

@@ -524,6 +524,27 @@ TEST(ApiMisuse, CallsAfterAbortFailAtOnce) {
   }));
 }
 
+// Work that stays on this rank fails after an abort too: a world of one's collectives and a
+// group's transfer to this rank itself never touch the transports, whose abort alone let them
+// run and succeed (found by review in session 38). Nothing is written.
+TEST(ApiMisuse, CallsAfterAbortFailAtOnceThoughTheyStayOnThisRank) {
+  std::unique_ptr<Communicator> comm = OneRank();
+  ASSERT_NE(comm, nullptr);
+  Communicator& c = *comm;
+  c.Abort();
+  std::vector<float> a(1000, 1), b(1000, 0), d(1000, 0);
+  const absl::Status allreduce =
+      c.AllReduce(a.data(), b.data(), a.size(), DataType::kFloat32, ReduceOp::kSum, nullptr).Wait(absl::Seconds(10));
+  EXPECT_TRUE(ExpectFailure(allreduce, {"rank 0", "allreduce", "Abort"}, "an allreduce after the abort").ok()) << allreduce;
+  c.GroupStart();
+  c.Send(a.data(), a.size(), DataType::kFloat32, 0, nullptr);
+  c.Recv(d.data(), d.size(), DataType::kFloat32, 0, nullptr);
+  const absl::Status self = c.GroupEnd().Wait(absl::Seconds(10));
+  EXPECT_TRUE(ExpectFailure(self, {"rank 0", "Abort"}, "a transfer to this rank itself after the abort").ok()) << self;
+  EXPECT_EQ(b, std::vector<float>(1000, 0));
+  EXPECT_EQ(d, std::vector<float>(1000, 0));
+}
+
 // An aborted communicator is destroyed at once, without waiting for its peers at the shutdown
 // barrier (NCCL's abort is local; PyTorch aborts from its watchdog while peers are busy): here
 // rank 1 is busy for 3 s and the shutdown timeout is 5 s, and rank 0's destruction after its
