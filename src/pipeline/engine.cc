@@ -281,7 +281,7 @@ absl::StatusOr<OperationSpec> Engine::Prepare(Call& call) {
     // Its places on its links, and nothing else: no buffer, stream or device is touched.
     spec.dtype = call.dtype;
     spec.description = absl::StrCat(name, ", refused)");
-    spec.request = std::make_shared<Request>(transport::CompletionCallback{}, lanes_.wait_spin());
+    spec.request = std::make_shared<Request>(transport::CompletionCallback{}, lanes_.wait_spin(), spec.description);
     spec.refused = call.refused;
     spec.schedule = std::move(call.schedule);
     return spec;
@@ -313,7 +313,7 @@ absl::StatusOr<OperationSpec> Engine::Prepare(Call& call) {
   spec.description = absl::StrCat(name, ", ", transport::MemoryTypeName(pointer.type), " memory)");
   const bool streamed = pointer.type == MemoryType::kDevice || call.stream != nullptr;
   // The caller waits on this request, so it busy-polls as a transport request would.
-  spec.request = std::make_shared<Request>(transport::CompletionCallback{}, lanes_.wait_spin());
+  spec.request = std::make_shared<Request>(transport::CompletionCallback{}, lanes_.wait_spin(), spec.description);
   if (!streamed) {
     spec.schedule = std::move(call.schedule);
     return spec;

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
+
 namespace ucclzip::transport {
 
 absl::Status Request::Wait(absl::Time deadline) const {
@@ -26,7 +28,7 @@ absl::Status Request::Wait(absl::Time deadline) const {
                                     deadline);
   }
   sleepers_.fetch_sub(1);
-  if (!done) return absl::DeadlineExceededError("operation still pending at the caller's deadline");
+  if (!done) return absl::DeadlineExceededError(absl::StrCat(what_, ": still pending at the caller's deadline"));
   return status_;
 }
 

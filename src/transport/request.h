@@ -5,6 +5,7 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
@@ -19,8 +20,10 @@ using CompletionCallback = std::function<void(const absl::Status&)>;
 class Request {
  public:
   // `wait_spin`: how long Wait busy-polls before it sleeps (CommunicatorOptions::wait_spin).
-  explicit Request(CompletionCallback on_complete = {}, absl::Duration wait_spin = absl::ZeroDuration())
-      : on_complete_(std::move(on_complete)), wait_spin_(wait_spin) {}
+  // `what`: the operation, as a caller's timeout names it ("rank 0: allreduce (...)").
+  explicit Request(CompletionCallback on_complete = {}, absl::Duration wait_spin = absl::ZeroDuration(),
+                   std::string what = "operation")
+      : on_complete_(std::move(on_complete)), wait_spin_(wait_spin), what_(std::move(what)) {}
 
   // True once the operation has completed, successfully or not.
   bool Test() const { return done_.load(std::memory_order_acquire); }
@@ -34,6 +37,7 @@ class Request {
  private:
   CompletionCallback on_complete_;
   const absl::Duration wait_spin_;
+  const std::string what_;
   // Written once, before done_ is set, and read only after done_ was seen set.
   absl::Status status_;
   std::atomic<bool> done_{false};

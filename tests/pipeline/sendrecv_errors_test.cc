@@ -357,6 +357,32 @@ TEST(PipelineErrors, TheTransportWatchesThePeersWhileACallIsPending) {
   }));
 }
 
+// A caller's own Wait that runs out names the operation it waited for, as every other failure
+// does (it said only "operation still pending": found by review in session 38); the operation
+// goes on and completes.
+TEST(PipelineErrors, AWaitThatRunsOutNamesItsOperation) {
+  ExpectRanksSucceeded(RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
+    auto comm = CreateCommunicator(context, ShortTimeoutOptions());
+    if (!comm.ok()) return comm.status();
+    Communicator& c = **comm;
+    transport::Bootstrap& bootstrap = internal::CommunicatorAccess::BootstrapOf(c);
+    uint32_t word = 7;
+    if (context.rank == 1) {
+      if (absl::Status s = bootstrap.Barrier(absl::Now() + absl::Seconds(20)); !s.ok()) return s;
+      return WaitOk(c.Send(&word, 1, DataType::kUint32, 0, nullptr), "the send");
+    }
+    const Operation recv = c.Recv(&word, 1, DataType::kUint32, 1, nullptr);
+    if (absl::Status s = ExpectError(recv.Wait(absl::Milliseconds(50)), absl::StatusCode::kDeadlineExceeded,
+                                     {"rank 0: recv from peer 1 (1 elements", "still pending at the caller's deadline"},
+                                     "a wait that ran out");
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Status s = bootstrap.Barrier(absl::Now() + absl::Seconds(20)); !s.ok()) return s;
+    return WaitOk(recv, "the receive after its wait ran out");
+  }));
+}
+
 TEST(PipelineErrors, ARecvWhoseFramePartsNeverComeFailsAtItsTimeout) {
   constexpr uint64_t kCount = kForgedBlockElements;  // one 256 KB block of bf16
   ExpectRanksSucceeded(RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
