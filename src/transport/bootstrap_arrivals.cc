@@ -7,10 +7,24 @@
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace ucclzip::transport {
 
-absl::StatusOr<Socket> Arrivals::Next(absl::Time deadline, std::vector<std::string>* dropped) {
+bool Refusals::Add(std::string why) {
+  ++count_;
+  if (named_.size() == kNamed) return false;
+  named_.push_back(std::move(why));
+  return true;
+}
+
+std::string Refusals::List() const {
+  if (count_ == 0) return "";
+  return absl::StrCat(" (refused: ", absl::StrJoin(named_, "; "),
+                      count_ > named_.size() ? absl::StrCat("; and ", count_ - named_.size(), " more") : "", ")");
+}
+
+absl::StatusOr<Socket> Arrivals::Next(absl::Time deadline, Refusals* dropped) {
   while (true) {
     absl::Time wake = deadline;
     std::vector<pollfd> watched = {{listener_.fd(), POLLIN, 0}};
@@ -31,7 +45,7 @@ absl::StatusOr<Socket> Arrivals::Next(absl::Time deadline, std::vector<std::stri
     const absl::Time now = absl::Now();
     std::erase_if(waiting_, [&](const Waiting& connection) {
       if (now - connection.since < silence_limit_) return false;
-      dropped->push_back(absl::StrCat("connection from ", connection.from, ": silent for ",
+      dropped->Add(absl::StrCat("connection from ", connection.from, ": silent for ",
                                       absl::FormatDuration(silence_limit_)));
       return true;
     });
@@ -40,7 +54,7 @@ absl::StatusOr<Socket> Arrivals::Next(absl::Time deadline, std::vector<std::stri
       absl::StatusOr<Socket> accepted = AcceptUntil(listener_, now);
       if (accepted.ok()) {
         if (waiting_.size() == kMaxWaiting) {
-          dropped->push_back(absl::StrCat("connection from ", waiting_.front().from, ": silent while ", kMaxWaiting,
+          dropped->Add(absl::StrCat("connection from ", waiting_.front().from, ": silent while ", kMaxWaiting,
                                           " more came"));
           waiting_.erase(waiting_.begin());
         }

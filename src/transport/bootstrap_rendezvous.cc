@@ -44,15 +44,6 @@ std::string RankList(const std::vector<int>& ranks) {
   return absl::StrCat(ranks.size() == 1 ? "rank " : "ranks ", absl::StrJoin(ranks, ", "));
 }
 
-// " (refused: ...)" naming the first refusals, or nothing.
-std::string RefusedList(const std::vector<std::string>& refused) {
-  constexpr size_t kNamed = 16;
-  if (refused.empty()) return "";
-  const size_t named = std::min(refused.size(), kNamed);
-  return absl::StrCat(" (refused: ", absl::StrJoin(refused.begin(), refused.begin() + named, "; "),
-                      refused.size() > named ? absl::StrCat("; and ", refused.size() - named, " more") : "", ")");
-}
-
 std::vector<int> MissingRanks(const std::vector<bool>& seen, int skip) {
   std::vector<int> missing;
   for (int r = 0; r < static_cast<int>(seen.size()); ++r) {
@@ -75,7 +66,7 @@ absl::StatusOr<std::vector<Socket>> AdmitAll(const BootstrapConfig& config, absl
   std::vector<Socket> peers(config.world_size);
   std::vector<bool> seen(config.world_size, false);
   std::vector<MeshEndpoint> table(config.world_size);
-  std::vector<std::string> refused;
+  Refusals refused;
   int admitted = 0;
   // Set where accepting failed before the deadline (an inherited descriptor that is no listening
   // socket, say): that, not "timed out ... never arrived", is then the error, at once.
@@ -101,7 +92,7 @@ absl::StatusOr<std::vector<Socket>> AdmitAll(const BootstrapConfig& config, absl
     absl::Status verdict = hello.ok() ? CheckHello(*hello, 0, config.world_size, config.token, seen) : hello.status();
     SendFrame(*connection, kVerdictTag, EncodeVerdict(verdict), deadline).IgnoreError();  // refused ranks may be gone
     if (!verdict.ok()) {
-      refused.push_back(absl::StrCat("connection from ", from, ": ", verdict.message()));
+      refused.Add(absl::StrCat("connection from ", from, ": ", verdict.message()));
       continue;
     }
     seen[hello->rank] = true;
@@ -113,7 +104,7 @@ absl::StatusOr<std::vector<Socket>> AdmitAll(const BootstrapConfig& config, absl
     auto why = !accept_failed.ok() ? accept_failed : absl::DeadlineExceededError(absl::StrCat(
         "rank 0: bootstrap rendezvous at ", where, " timed out after ", absl::FormatDuration(config.timeout), ": ",
         RankList(MissingRanks(seen, 0)), " of world size ", config.world_size, " never arrived",
-        RefusedList(refused)));
+        refused.List()));
     for (Socket& peer : peers) {
       if (peer.valid()) SendFrame(peer, kAbortTag, EncodeVerdict(why), absl::Now() + absl::Seconds(1)).IgnoreError();
     }
@@ -177,14 +168,14 @@ absl::StatusOr<std::vector<Socket>> Join(const BootstrapConfig& config, absl::Ti
   std::vector<bool> seen(config.world_size, false);
   for (int r = 0; r < rank; ++r) seen[r] = true;  // only higher ranks connect here
   int expected = config.world_size - 1 - rank;
-  std::vector<std::string> refused;
+  Refusals refused;
   Arrivals arrivals(*mesh_listener, kHelloTimeout);
   while (expected > 0) {
     absl::StatusOr<Socket> connection = arrivals.Next(deadline, &refused);
     if (!connection.ok()) {
       const std::string missing = absl::StrCat(
           "rank ", rank, ": bootstrap mesh: ", RankList(MissingRanks(seen, rank)), " never connected",
-          RefusedList(refused));
+          refused.List());
       if (!absl::IsDeadlineExceeded(connection.status())) return WithContext(connection.status(), missing);
       return absl::DeadlineExceededError(missing);
     }
@@ -193,9 +184,9 @@ absl::StatusOr<std::vector<Socket>> Join(const BootstrapConfig& config, absl::Ti
     absl::Status verdict =
         peer_hello.ok() ? CheckHello(*peer_hello, rank, config.world_size, config.token, seen) : peer_hello.status();
     if (!verdict.ok()) {
-      refused.push_back(absl::StrCat("connection from ", PeerAddress(*connection).value_or("unknown address"), ": ",
-                                     verdict.message()));
-      UCCLZIP_LOG(kWarning) << "rank " << rank << ": bootstrap mesh refused " << refused.back();
+      std::string why = absl::StrCat("connection from ", PeerAddress(*connection).value_or("unknown address"), ": ",
+                                     verdict.message());
+      if (refused.Add(why)) UCCLZIP_LOG(kWarning) << "rank " << rank << ": bootstrap mesh refused " << why;
       continue;
     }
     seen[peer_hello->rank] = true;

@@ -21,6 +21,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "transport/bootstrap_arrivals.h"
 #include "transport/bootstrap_wire.h"
 #include "transport/socket.h"
 #include "transport/wire_bytes.h"
@@ -493,6 +494,36 @@ TEST(Bootstrap, InheritedDescriptorThatCannotAcceptIsNamed) {
     EXPECT_NE(status.message().find("accept"), absl::string_view::npos) << status;
     EXPECT_EQ(fcntl(config.listen_fd, F_GETFD), -1);  // adopted, and closed on the failure
   }
+}
+
+// A flood of silent connections (a port scanner, a health probe) through a long rendezvous: each
+// is dropped after the silence limit and counted, but only the first Refusals::kNamed are kept
+// for the error (until session 38 every one was, without bound).
+TEST(BootstrapArrivals, SilentConnectionsAreCountedButOnlyTheFirstAreNamed) {
+  absl::StatusOr<Socket> listener = ListenTcp("127.0.0.1", 0, 512);
+  ASSERT_TRUE(listener.ok()) << listener.status();
+  absl::StatusOr<uint16_t> port = LocalPort(*listener);
+  ASSERT_TRUE(port.ok()) << port.status();
+  constexpr int kSilent = 200;
+  std::vector<Socket> strangers;
+  for (int i = 0; i < kSilent; ++i) {
+    absl::StatusOr<Socket> stranger = ConnectWithRetry("127.0.0.1", *port, absl::Now() + absl::Seconds(5));
+    ASSERT_TRUE(stranger.ok()) << stranger.status();
+    strangers.push_back(std::move(*stranger));
+  }
+  Arrivals arrivals(*listener, absl::Milliseconds(1));
+  Refusals dropped;
+  const absl::Time give_up = absl::Now() + absl::Seconds(20);
+  while (dropped.count() < kSilent && absl::Now() < give_up) {
+    absl::StatusOr<Socket> next = arrivals.Next(absl::Now() + absl::Milliseconds(50), &dropped);
+    ASSERT_FALSE(next.ok()) << "a silent connection was handed out";
+  }
+  EXPECT_EQ(dropped.count(), static_cast<size_t>(kSilent));
+  const std::string list = dropped.List();
+  EXPECT_NE(list.find(absl::StrCat("; and ", kSilent - Refusals::kNamed, " more)")), std::string::npos) << list;
+  size_t named = 0;
+  for (size_t at = list.find("connection from"); at != std::string::npos; at = list.find("connection from", at + 1)) ++named;
+  EXPECT_EQ(named, Refusals::kNamed) << list;
 }
 
 }  // namespace
