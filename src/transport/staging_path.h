@@ -17,21 +17,25 @@ class StagingPath {
   // Peers for whose first send block the send pool keeps room (staging_pool.h): sends to up to
   // kReservedPeers + 1 peers that depend on each other all start, whichever came first.
   static constexpr size_t kReservedPeers = 7;
-  // Blocks the send pool holds beyond `blocks` in a world of `ranks`: one per peer it reserves
-  // for, so that sends to one peer still have `blocks` (a ring sends to one).
-  static size_t ReservedBlocks(int ranks) { return std::min<size_t>(ranks > 2 ? ranks - 2 : 0, kReservedPeers); }
+  // Blocks the send pool holds beyond its `blocks` in a world of `ranks`: one per peer it
+  // reserves for, so that sends to one peer still have `blocks` (a ring sends to one), and at
+  // most half as many again, so that pools of a few large blocks (the direct path's, 256 MB
+  // each, for buffers at recycled addresses) do not grow by whole blocks: they reserve none.
+  static size_t ReservedBlocks(int ranks, size_t blocks) {
+    return std::min({ranks > 2 ? static_cast<size_t>(ranks - 2) : size_t{0}, kReservedPeers, blocks / 2});
+  }
   // The blocks per direction of `pool_bytes`: half each, at least one.
   static size_t BlocksPerDirection(size_t block_bytes, size_t pool_bytes) {
     return std::max<size_t>(1, pool_bytes / block_bytes / 2);
   }
 
   // `pool_bytes` is split between the two directions, at least one block each; the send pool
-  // has ReservedBlocks(ranks) more.
+  // has ReservedBlocks(ranks, blocks) more.
   static absl::StatusOr<std::unique_ptr<StagingPath>> Create(std::unique_ptr<StagingEngine> engine, size_t block_bytes,
                                                              size_t pool_bytes, int ranks, int device) {
     const size_t blocks = BlocksPerDirection(block_bytes, pool_bytes);
     std::unique_ptr<StagingPath> path(new StagingPath(std::move(engine), device));
-    const size_t reserved = ReservedBlocks(ranks);
+    const size_t reserved = ReservedBlocks(ranks, blocks);
     absl::StatusOr<std::unique_ptr<StagingPool>> send =
         StagingPool::Create(*path->engine_, block_bytes, blocks + reserved, ranks, reserved);
     if (!send.ok()) return send.status();

@@ -8,7 +8,7 @@
 // pool may keep blocks for peers that hold none: a peer that holds some takes another only
 // while more stay free than min(reserved, the other peers holding none), and a peer holding
 // none may take any free block. Up to `reserved` + 1 peers then each get a block whatever the
-// order of their sends (the send pool reserves for 7 peers: transport_progress.cc).
+// order of their sends (the send pool reserves for up to 7: staging_path.h).
 #pragma once
 
 #include <cstddef>

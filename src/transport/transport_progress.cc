@@ -290,7 +290,7 @@ absl::StatusOr<StagingPath*> Transport::StagingPathFor(MemoryType type, int devi
   // staged, so the option only matters here, where the larger size is what works.
   const size_t pool_bytes = std::max(options_.staging_pool_bytes, 2 * *options_.block_bytes);
   const size_t blocks = StagingPath::BlocksPerDirection(*options_.block_bytes, pool_bytes);
-  const size_t send_blocks = blocks + StagingPath::ReservedBlocks(size_);
+  const size_t send_blocks = blocks + StagingPath::ReservedBlocks(size_, blocks);
   // Without wake-ups the progress thread polls the copies, and signals would only pile up.
   const int copy_done_fd = options_.staging_copy_wakeups ? wake_fd_ : -1;
   std::unique_ptr<StagingEngine> engine;
@@ -308,7 +308,7 @@ absl::StatusOr<StagingPath*> Transport::StagingPathFor(MemoryType type, int devi
   UCCLZIP_LOG(kDebug) << "rank " << rank_ << ": staging " << MemoryTypeName(type) << " memory"
                       << (type == MemoryType::kDevice ? absl::StrCat(" of device ", device) : "") << " through "
                       << (send_blocks + blocks) * *options_.block_bytes << " B of pinned host memory (" << send_blocks
-                      << " blocks of " << *options_.block_bytes << " B to send, " << StagingPath::ReservedBlocks(size_)
+                      << " blocks of " << *options_.block_bytes << " B to send, " << StagingPath::ReservedBlocks(size_, blocks)
                       << " of them kept for peers holding none, and " << blocks << " to receive)";
   return path.get();
 }
