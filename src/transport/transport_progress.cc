@@ -572,6 +572,20 @@ void Transport::AbandonStuckOps(absl::Time now) {
       Retire(op, /*abandon=*/true);
     }
   }
+  // An abandoned staged send to a healthy peer kept the blocks UCX still had (the peer may yet
+  // take them): each goes back to its pool once UCX is done with it. Kept for good, they left
+  // the pool short after every such failure, until a staged send waited for a block that never
+  // came and the timeout failed a healthy peer (found by review in session 38).
+  for (const std::unique_ptr<Op>& op : abandoned_) {
+    if (!op->staged) continue;
+    StagingPath* path = (op->memory.type == MemoryType::kHost ? host_staging_ : device_staging_).get();
+    if (path == nullptr) continue;
+    for (Block& block : op->blocks) {
+      if (block.staging == nullptr || block.stage != BlockStage::kNetworkDone) continue;
+      (op->kind == OpKind::kSend ? path->send_pool() : path->recv_pool()).Release(block.staging, op->peer);
+      block.staging = nullptr;
+    }
+  }
 }
 
 void Transport::HandleEndpointErrors() {
