@@ -232,6 +232,10 @@ bool OperationTask::waits_on_gpu() const {
 bool OperationTask::caller_buffer_idle() const {
   if (copies_ == CopyStage::kRunning) return false;
   for (const SendBlock& block : send_blocks_) {
+    // A frame this task encoded leaves from its own buffers (a host frame, a device slot): a
+    // failed call is reported while its peer takes it, or until op_timeout where the peer never
+    // does (a rank that disagreed on the call).
+    if (block.stage == SendStage::kSending && block.encoded) continue;
     if (block.stage == SendStage::kEncoding || block.stage == SendStage::kSending) return false;
   }
   for (const RecvBlock& block : recv_blocks_) {
