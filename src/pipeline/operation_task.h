@@ -221,6 +221,7 @@ class OperationTask {
     std::shared_ptr<const HostCodecJobs::Job> host_job;  // a host block's decode and reduction
     std::shared_ptr<transport::Request> envelope_request;
     bool envelope_withdrawn = false;  // the task failed first: its receive was cancelled
+    bool parts_discarded = false;     // the task failed: what it never posted is dropped (DiscardUnposted)
     std::shared_ptr<transport::Request> head_request;
     // The first block of a plain run: the receive of the whole run's bytes, which the blocks it
     // carries share, so that its failure fails every one of them.
@@ -305,6 +306,7 @@ class OperationTask {
   void PostEnvelope(TaskContext& context, RecvBlock& block);
   // Cancels the envelope receive of a block in a failed task, if nothing matched it yet.
   void WithdrawEnvelope(TaskContext& context, RecvBlock& block);
+  void DiscardUnposted(TaskContext& context, RecvBlock& block);
   bool OnEnvelope(TaskContext& context, RecvBlock& block);
   // After a point-to-point block's envelope: the blocks its run carries take the run's envelope
   // for their own, and the envelope of the block after them is posted.

@@ -88,7 +88,10 @@ bool OperationTask::AdvanceRecvs(TaskContext& context) {
 bool OperationTask::AdvanceRecv(TaskContext& context, RecvBlock& block) {
   if (block.retired) return false;
   if (!status_.ok() && block.stage == RecvStage::kEnvelope) WithdrawEnvelope(context, block);
-  if (!status_.ok() && block.stage != RecvStage::kProcessing) return RetireRecv(context, block);
+  if (!status_.ok() && block.stage != RecvStage::kProcessing) {
+    DiscardUnposted(context, block);
+    return RetireRecv(context, block);
+  }
   switch (block.stage) {
     case RecvStage::kEnvelope: return OnEnvelope(context, block);
     case RecvStage::kParts: return PostParts(context, block);
@@ -107,6 +110,40 @@ void OperationTask::WithdrawEnvelope(TaskContext& context, RecvBlock& block) {
   if (block.envelope_request == nullptr || block.envelope_withdrawn || block.envelope_request->Test()) return;
   context.lanes->ForRecv(spec_.schedule.recvs[block.step].peer).CancelRecv(block.envelope_request);
   block.envelope_withdrawn = true;
+}
+
+void OperationTask::DiscardUnposted(TaskContext& context, RecvBlock& block) {
+  // A failed task's block whose envelope came has the parts that envelope announced on their way
+  // (a sender finishes a block it began: operation_task_send.cc), and posts none of them, or not
+  // the coded symbols. Left unreceived, a part too large to go eagerly kept its sender waiting
+  // until op_timeout, which then failed this rank at the sender for every later call.
+  if (block.parts_discarded) return;
+  block.parts_discarded = true;
+  Envelope header = block.header;
+  if (block.stage == RecvStage::kEnvelope) {
+    // Matched but not yet read when the task failed (perhaps the very envelope that failed it).
+    if (block.envelope_withdrawn || block.envelope_request == nullptr || !block.envelope_request->Test() ||
+        !block.envelope_request->Wait(absl::InfinitePast()).ok()) {
+      return;
+    }
+    absl::StatusOr<Envelope> decoded = DecodeEnvelope(block.envelope.data());
+    if (!decoded.ok()) return;
+    header = *decoded;
+  } else if (block.stage != RecvStage::kParts && block.stage != RecvStage::kHead) {
+    return;
+  }
+  std::vector<PartStream> streams;
+  if (block.stage == RecvStage::kHead) {
+    streams = {kCodedStream};
+  } else if (header.kind == BlockKind::kFrame) {
+    streams = {kRawStream, kHeadStream, kCodedStream};
+  } else if (header.run_first == header.block_index) {  // a carried block's bytes are its run's
+    streams = {kRawStream};
+  }
+  const int peer = spec_.schedule.recvs[block.step].peer;
+  for (PartStream stream : streams) {
+    context.lanes->ForRecv(peer).Discard(peer, Tag(first_recv_sequence_[peer], block.link_position, stream));
+  }
 }
 
 bool OperationTask::OnEnvelope(TaskContext& context, RecvBlock& block) {

@@ -294,6 +294,16 @@ void Transport::CancelRecv(const std::shared_ptr<Request>& request) {
   Wake();
 }
 
+void Transport::Discard(int peer, OpTag tag) {
+  if (peer < 0 || peer >= size_ || peer == rank_) return;
+  {
+    absl::MutexLock lock(&mutex_);
+    discards_.emplace_back(peer, tag);
+    submissions_pending_.store(true, std::memory_order_release);
+  }
+  Wake();
+}
+
 void Transport::Wake() { SignalEventFd(wake_fd_); }
 
 absl::Status Transport::FirstPeerFailure() {

@@ -86,6 +86,12 @@ class Transport {
   // its peer as an operation without progress (op_timeout); one already matched goes on to its
   // end. Any thread.
   void CancelRecv(const std::shared_ptr<Request>& request);
+  // Takes and drops the peer's message of `tag`, which its caller will not receive (the parts
+  // of a block whose envelope a failed pipeline call matched), so that the sender's transfer
+  // completes instead of failing the link at op_timeout. A message that has not come within
+  // op_timeout of the last block drained is given up on quietly: the sender may have failed
+  // too. Any thread.
+  void Discard(int peer, OpTag tag);
 
   // Creates the pinned staging pool for `device` now instead of on the first staged transfer.
   // A caller that is about to queue work which waits on transfers (the pipeline's stream
@@ -239,11 +245,12 @@ class Transport {
   absl::Status first_peer_failure_ ABSL_GUARDED_BY(mutex_);
   std::vector<std::pair<int, absl::Status>> reported_failures_ ABSL_GUARDED_BY(mutex_);
   std::vector<std::shared_ptr<Request>> cancels_ ABSL_GUARDED_BY(mutex_);  // CancelRecv's
+  std::vector<std::pair<int, OpTag>> discards_ ABSL_GUARDED_BY(mutex_);     // Discard's
   PeerFailureListener peer_failure_listener_ ABSL_GUARDED_BY(mutex_);
   std::atomic<bool> any_peer_failed_{false};
   std::atomic<bool> watch_peers_{false};  // WatchPeers
   bool stopping_ ABSL_GUARDED_BY(mutex_) = false;
-  // Set with any of submitted_, reported_failures_, cancels_, abort_pending_ and stopping_, so
+  // Set with any of submitted_, reported_failures_, cancels_, discards_, abort_pending_ and stopping_, so
   // that a pass with nothing new skips the mutex: Debian's Abseil keeps its deadlock detection
   // on, which makes every Lock and Unlock look the mutex up in a process-wide graph under a
   // global lock.

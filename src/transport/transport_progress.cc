@@ -102,9 +102,8 @@ void OnRecvDone(void* request, ucs_status_t status, const ucp_tag_recv_info_t* i
 }  // namespace
 
 void Transport::StartDrain(int peer, OpTag tag, uint32_t first_block) {
-  UCCLZIP_LOG(kDebug) << "rank " << rank_ << ": dropping the rest of peer " << peer << "'s message (sequence "
-                      << tag.sequence << ", stream " << tag.stream << ") from block " << first_block
-                      << ", past the end of the receive";
+  UCCLZIP_LOG(kDebug) << "rank " << rank_ << ": dropping peer " << peer << "'s message (sequence " << tag.sequence
+                      << ", stream " << tag.stream << ") from block " << first_block << ", which no receive takes";
   auto drain = std::make_unique<Drain>();
   drain->peer = peer;
   drain->tag = tag;
@@ -216,6 +215,7 @@ bool Transport::TakeSubmissions(bool* stop) {
   std::vector<std::unique_ptr<Op>> fresh;
   std::vector<std::pair<int, absl::Status>> reported;
   std::vector<std::shared_ptr<Request>> cancels;
+  std::vector<std::pair<int, OpTag>> discards;
   bool abort = false;
   absl::Status why;
   {
@@ -224,6 +224,7 @@ bool Transport::TakeSubmissions(bool* stop) {
     fresh.swap(submitted_);
     reported.swap(reported_failures_);
     cancels.swap(cancels_);
+    discards.swap(discards_);
     *stop = stopping_;
     abort = abort_pending_;
     abort_pending_ = false;
@@ -252,7 +253,8 @@ bool Transport::TakeSubmissions(bool* stop) {
       MarkChanged(*op);
     }
   }
-  return abort || !reported.empty() || !fresh.empty() || !cancels.empty();
+  for (const auto& [peer, tag] : discards) StartDrain(peer, tag, 0);
+  return abort || !reported.empty() || !fresh.empty() || !cancels.empty() || !discards.empty();
 }
 
 void Transport::Start(Op& op) {

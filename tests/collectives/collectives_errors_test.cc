@@ -429,9 +429,10 @@ TEST(CollectiveErrors, AStalledRingNamesWhatEachBlockWaitedFor) {
 
 // A root's frame whose envelope has gone is sent whole though the root's call fails while it is
 // encoded: rank 1, in rank 0's place a leaf that agreed, has the envelope and waits for the rest.
-// Rank 1 plays that leaf through the transport: once the envelope is in, it answers the root
-// for a broadcast from root 1, which fails the root's call at once; the 32 MB block (one, on
-// one codec thread) takes the root far longer to encode than that. Until session 39 the root
+// Rank 1 plays that leaf through the transport, and has answered the root, for a broadcast from
+// root 1, before the root calls: the root posts its receives and starts its send (the envelope,
+// then the encode) in its call's first pass, and reads the answer, which fails its call, in a
+// later one, while the 32 MB block (one, on one codec thread) is still being encoded. Until session 39 the root
 // dropped the frame after its envelope, rank 1 waited for the head until the operation timeout,
 // and the link was failed for the calls after (CI, CollectiveDisagreement/tree_root). Where the
 // leaf takes nothing more (a rank that disagreed), the root's call still fails well before the
@@ -451,6 +452,20 @@ TEST_P(CollectiveRootFailingWhileItEncodes, StillSendsTheFrameItsEnvelopeAnnounc
     auto comm = CreateCommunicator(context, options);
     if (!comm.ok()) return comm.status();
     transport::Bootstrap& bootstrap = internal::CommunicatorAccess::BootstrapOf(**comm);
+    transport::Transport& transport = TransportOf(**comm);
+    const absl::Time deadline = absl::Now() + absl::Seconds(10);
+    if (context.rank == 1) {
+      pipeline::Envelope answer{.kind = pipeline::BlockKind::kPlain, .dtype = DataType::kBFloat16, .block_count = 1,
+                                .operation = pipeline::OperationKind::kBroadcast, .operation_count = kCount, .root = 1};
+      const auto answer_bytes = pipeline::EncodeEnvelope(answer);
+      if (absl::Status s = WaitAll({transport.Send(0, answer_bytes.data(), answer_bytes.size(), transport::MemoryType::kHost,
+                                                   transport::OpTag{0, pipeline::kEnvelopeStream})},
+                                   deadline);
+          !s.ok()) {
+        return s;
+      }
+    }
+    if (absl::Status s = bootstrap.Barrier(deadline); !s.ok()) return s;
     if (context.rank == 0) {
       std::vector<uint8_t> buffer = data;
       const absl::Time start = absl::Now();
@@ -469,8 +484,6 @@ TEST_P(CollectiveRootFailingWhileItEncodes, StillSendsTheFrameItsEnvelopeAnnounc
       }
       return bootstrap.Barrier(absl::Now() + absl::Seconds(30));
     }
-    transport::Transport& transport = TransportOf(**comm);
-    const absl::Time deadline = absl::Now() + absl::Seconds(10);
     std::array<uint8_t, pipeline::kEnvelopeBytes> envelope_bytes{};
     auto part = [&](void* into, uint64_t bytes, pipeline::PartStream stream) {
       return transport.Recv(0, into, bytes, transport::MemoryType::kHost, transport::OpTag{0, stream});
@@ -483,15 +496,6 @@ TEST_P(CollectiveRootFailingWhileItEncodes, StillSendsTheFrameItsEnvelopeAnnounc
     if (!envelope.ok()) return envelope.status();
     if (envelope->kind != pipeline::BlockKind::kFrame || envelope->block_count != 1) {
       return absl::InternalError("the root did not send its broadcast as one frame");
-    }
-    pipeline::Envelope answer = *envelope;
-    answer.root = 1;
-    const auto answer_bytes = pipeline::EncodeEnvelope(answer);
-    if (absl::Status s = WaitAll({transport.Send(0, answer_bytes.data(), answer_bytes.size(), transport::MemoryType::kHost,
-                                                 transport::OpTag{0, pipeline::kEnvelopeStream})},
-                                 deadline);
-        !s.ok()) {
-      return s;
     }
     if (!leaf_takes_the_frame) return bootstrap.Barrier(absl::Now() + absl::Seconds(30));
     std::vector<uint8_t> head(envelope->raw_offset), raw(envelope->raw_bytes);
@@ -526,6 +530,46 @@ TEST_P(CollectiveRootFailingWhileItEncodes, StillSendsTheFrameItsEnvelopeAnnounc
 
 INSTANTIATE_TEST_SUITE_P(, CollectiveRootFailingWhileItEncodes, ::testing::Bool(),
                          [](const auto& info) { return info.param ? "leaf_takes_the_frame" : "leaf_takes_nothing_more"; });
+
+// Two ranks that disagree on a broadcast's root each take the other's frame for the answer
+// they wait for, and fail at once. Each then drops the parts of that frame (4 MB, one block,
+// too large to go eagerly) instead of leaving its sender waiting for receives that never come:
+// until session 39 both sends waited until the operation timeout, which then failed each
+// rank's peer for every later call.
+TEST(CollectiveErrors, RanksThatDisagreeTakeAndDropTheFramesTheyRefuse) {
+  constexpr uint64_t kCount = uint64_t{2} << 20;  // bf16: 4 MB
+  ExpectRanksSucceeded(RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
+    transport::TransportOptions options = ShortTimeoutOptions();
+    options.compression = CompressionMode::kOn;
+    options.pipeline_block_bytes = options.min_pipeline_block_bytes = kCount * 2;
+    auto comm = CreateCommunicator(context, options);
+    if (!comm.ok()) return comm.status();
+    std::vector<uint8_t> buffer = GenerateTensor(DataType::kBFloat16, kCount, {DistKind::kGaussian, 0.02}, context.rank);
+    const absl::Time start = absl::Now();
+    const absl::Status status =
+        (*comm)->Broadcast(buffer.data(), buffer.data(), kCount, DataType::kBFloat16, context.rank, nullptr)
+            .Wait(absl::Seconds(30));
+    const absl::Duration took = absl::Now() - start;
+    const int peer = 1 - context.rank;
+    if (absl::Status s = ExpectError(status, absl::StatusCode::kInvalidArgument,
+                                     {absl::StrCat("peer ", peer, " called broadcast of 2097152 elements of bf16 (root ",
+                                                   peer, ")")},
+                                     "the disagreeing broadcast");
+        !s.ok()) {
+      return s;
+    }
+    if (took >= options.op_timeout) {
+      return absl::InternalError(absl::StrCat("the failed broadcast returned after ", absl::FormatDuration(took)));
+    }
+    absl::SleepFor(options.op_timeout + absl::Milliseconds(500));
+    for (transport::Transport* lane : internal::CommunicatorAccess::LanesOf(**comm)) {
+      if (absl::Status s = lane->FirstPeerFailure(); !s.ok()) {
+        return absl::InternalError(absl::StrCat("after the failed broadcast: ", s.ToString()));
+      }
+    }
+    return internal::CommunicatorAccess::BootstrapOf(**comm).Barrier(absl::Now() + absl::Seconds(30));
+  }));
+}
 
 // With one transport lane and with two (each lane watches the dead rank's connection); with two,
 // in blocks of 2 MB, whose coding and reductions run as host codec jobs (host_codec_jobs.h)

@@ -555,6 +555,55 @@ TEST_P(ShorterReceive, SenderOfTheLongerMessageIsNotLeftWaiting) {
 INSTANTIATE_TEST_SUITE_P(, ShorterReceive, ::testing::Bool(),
                          [](const auto& info) { return std::string(info.param ? "tcp_staged" : "tcp"); });
 
+// A message its receiver discards (the parts of a block whose pipeline call failed) is taken
+// and dropped: the sender's transfer, 4 MB in 1 MB blocks, directly and staged, completes
+// at once instead of waiting for a receive that never comes until op_timeout, which then
+// failed the healthy receiver for every later operation. A discard whose message never comes
+// gives up quietly: past op_timeout neither side has a failed peer, and the link still works.
+class DiscardedMessage : public ::testing::TestWithParam<bool> {};
+
+TEST_P(DiscardedMessage, CompletesItsSenderAndLeavesTheLinkWell) {
+  const bool staged = GetParam();
+  auto outcomes = RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
+    TransportOptions options = ShortTimeouts("tcp");
+    options.stage_host_memory = staged;
+    options.staging_pool_bytes = 2 * *options.block_bytes;
+    auto communicator = CreateCommunicator(context, options);
+    if (!communicator.ok()) return communicator.status();
+    transport::Transport& transport = TransportOf(**communicator);
+    transport::Bootstrap& bootstrap = internal::CommunicatorAccess::BootstrapOf(**communicator);
+    const size_t bytes = size_t{4} << 20;
+    if (context.rank == 0) {
+      std::vector<uint8_t> out(bytes, 7);
+      const absl::Time start = absl::Now();
+      absl::Status status =
+          transport.Send(1, out.data(), bytes, MemoryType::kHost, OpTag{3, 1})->Wait(absl::Now() + absl::Seconds(10));
+      if (!status.ok()) return status;
+      if (absl::Status s = WithinLimit(absl::Now() - start, absl::Seconds(1), "sending a message its receiver discards");
+          !s.ok()) {
+        return s;
+      }
+    } else {
+      transport.Discard(0, OpTag{3, 1});
+      transport.Discard(0, OpTag{4, 1});  // never sent
+    }
+    absl::SleepFor(options.op_timeout + absl::Milliseconds(500));
+    const int peer = 1 - context.rank;
+    std::vector<uint8_t> out(3 * (size_t{1} << 20) + 1), in(out.size());
+    FillPattern(out.data(), out.size(), context.rank);
+    auto recv = transport.Recv(peer, in.data(), in.size(), MemoryType::kHost, OpTag{5, 0});
+    auto send = transport.Send(peer, out.data(), out.size(), MemoryType::kHost, OpTag{5, 0});
+    if (absl::Status s = WaitAll({recv, send}, absl::Now() + absl::Seconds(10)); !s.ok()) return s;
+    if (absl::Status s = VerifyPattern(in.data(), in.size(), peer, "exchange after the discards"); !s.ok()) return s;
+    if (absl::Status s = transport.FirstPeerFailure(); !s.ok()) return s;
+    return bootstrap.Barrier(absl::Now() + absl::Seconds(20));
+  });
+  ExpectRanksSucceeded(outcomes);
+}
+
+INSTANTIATE_TEST_SUITE_P(, DiscardedMessage, ::testing::Bool(),
+                         [](const auto& info) { return std::string(info.param ? "tcp_staged" : "tcp"); });
+
 // Posts that cannot be right fail at once, saying why.
 TEST(TransportFaultsTcp, InvalidPostsFailImmediately) {
   auto outcomes = RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
