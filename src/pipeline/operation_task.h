@@ -306,7 +306,8 @@ class OperationTask {
   void PostEnvelope(TaskContext& context, RecvBlock& block);
   // Cancels the envelope receive of a block in a failed task, if nothing matched it yet.
   void WithdrawEnvelope(TaskContext& context, RecvBlock& block);
-  void DiscardUnposted(TaskContext& context, RecvBlock& block);
+  // False while an envelope receive being withdrawn may still be matched.
+  bool DiscardUnposted(TaskContext& context, RecvBlock& block);
   bool OnEnvelope(TaskContext& context, RecvBlock& block);
   // After a point-to-point block's envelope: the blocks its run carries take the run's envelope
   // for their own, and the envelope of the block after them is posted.

@@ -89,7 +89,7 @@ bool OperationTask::AdvanceRecv(TaskContext& context, RecvBlock& block) {
   if (block.retired) return false;
   if (!status_.ok() && block.stage == RecvStage::kEnvelope) WithdrawEnvelope(context, block);
   if (!status_.ok() && block.stage != RecvStage::kProcessing) {
-    DiscardUnposted(context, block);
+    if (!DiscardUnposted(context, block)) return false;
     return RetireRecv(context, block);
   }
   switch (block.stage) {
@@ -112,26 +112,27 @@ void OperationTask::WithdrawEnvelope(TaskContext& context, RecvBlock& block) {
   block.envelope_withdrawn = true;
 }
 
-void OperationTask::DiscardUnposted(TaskContext& context, RecvBlock& block) {
+bool OperationTask::DiscardUnposted(TaskContext& context, RecvBlock& block) {
   // A failed task's block whose envelope came has the parts that envelope announced on their way
   // (a sender finishes a block it began: operation_task_send.cc), and posts none of them, or not
   // the coded symbols. Left unreceived, a part too large to go eagerly kept its sender waiting
   // until op_timeout, which then failed this rank at the sender for every later call.
-  if (block.parts_discarded) return;
-  block.parts_discarded = true;
+  if (block.parts_discarded) return true;
   Envelope header = block.header;
   if (block.stage == RecvStage::kEnvelope) {
+    // An envelope receive still out (being withdrawn) may yet be matched: UCX may take the
+    // envelope before the cancel reaches it. Settled once it completes, either way.
+    if (block.envelope_request != nullptr && !block.envelope_request->Test()) return false;
+    block.parts_discarded = true;
     // Matched but not yet read when the task failed (perhaps the very envelope that failed it).
-    if (block.envelope_withdrawn || block.envelope_request == nullptr || !block.envelope_request->Test() ||
-        !block.envelope_request->Wait(absl::InfinitePast()).ok()) {
-      return;
-    }
+    if (block.envelope_request == nullptr || !block.envelope_request->Wait(absl::InfinitePast()).ok()) return true;
     absl::StatusOr<Envelope> decoded = DecodeEnvelope(block.envelope.data());
-    if (!decoded.ok()) return;
+    if (!decoded.ok()) return true;
     header = *decoded;
   } else if (block.stage != RecvStage::kParts && block.stage != RecvStage::kHead) {
-    return;
+    return true;
   }
+  block.parts_discarded = true;
   std::vector<PartStream> streams;
   if (block.stage == RecvStage::kHead) {
     streams = {kCodedStream};
@@ -144,6 +145,7 @@ void OperationTask::DiscardUnposted(TaskContext& context, RecvBlock& block) {
   for (PartStream stream : streams) {
     context.lanes->ForRecv(peer).Discard(peer, Tag(first_recv_sequence_[peer], block.link_position, stream));
   }
+  return true;
 }
 
 bool OperationTask::OnEnvelope(TaskContext& context, RecvBlock& block) {

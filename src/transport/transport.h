@@ -89,8 +89,8 @@ class Transport {
   // Takes and drops the peer's message of `tag`, which its caller will not receive (the parts
   // of a block whose envelope a failed pipeline call matched), so that the sender's transfer
   // completes instead of failing the link at op_timeout. A message that has not come within
-  // op_timeout of the last block drained is given up on quietly: the sender may have failed
-  // too. Any thread.
+  // op_timeout (from the call, then from each block drained) is given up on quietly: the sender
+  // may have failed too. Any thread.
   void Discard(int peer, OpTag tag);
 
   // Creates the pinned staging pool for `device` now instead of on the first staged transfer.
@@ -282,7 +282,8 @@ class Transport {
     bool landed = false;     // set by the callback
     bool failed = false;     // set by the callback
     bool last = false;       // the block in UCX ends the sender's message
-    std::vector<uint8_t> scratch;
+    // Uninitialized, and freed between blocks: a block may be a 256 MB transport block.
+    std::unique_ptr<uint8_t[]> scratch;
   };
   // Kept until the worker is destroyed: a block in UCX writes into its scratch memory.
   std::list<std::unique_ptr<Drain>> drains_;

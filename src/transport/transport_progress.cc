@@ -123,7 +123,7 @@ bool Transport::AdvanceDrains(absl::Time now) {
     if (drain.landed) {
       progressed = true;
       drain.landed = false;
-      drain.scratch = {};
+      drain.scratch.reset();
       if (drain.last) {
         it = drains_.erase(it);
         continue;
@@ -145,7 +145,7 @@ bool Transport::AdvanceDrains(absl::Time now) {
     }
     progressed = true;
     drain.last = MessageTag::Unpack(info.sender_tag).last;
-    drain.scratch.resize(std::max<size_t>(info.length, 1));
+    drain.scratch.reset(new uint8_t[std::max<size_t>(info.length, 1)]);
     ucp_request_param_t param{};
     param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
     param.memory_type = UCS_MEMORY_TYPE_HOST;
@@ -158,7 +158,7 @@ bool Transport::AdvanceDrains(absl::Time now) {
     };
     drain.receiving = true;
     ucs_status_ptr_t request =
-        ucp_tag_msg_recv_nbx(context_->worker(), drain.scratch.data(), info.length, message, &param);
+        ucp_tag_msg_recv_nbx(context_->worker(), drain.scratch.get(), info.length, message, &param);
     if (request == nullptr) {  // completed at once, without the callback
       drain.receiving = false;
       drain.landed = true;
