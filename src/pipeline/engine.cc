@@ -425,10 +425,12 @@ void Engine::Queue(std::vector<std::unique_ptr<OperationTask>> tasks) {
       if (task->RecvBlocksFrom(peer) > 0 && !recv_out_of_step_[peer].ok()) task->Fail(recv_out_of_step_[peer]);
     }
     if (refused) {
-      // A call its own checks refused fails with their words alone.
+      // A call its own checks refused fails with their words alone, now; its task still runs,
+      // sending an abandoned envelope for each of its send places and taking its peers'
+      // envelopes at its receive places, so that their matching calls fail at once, naming this
+      // rank, and the link stays usable (envelope.h).
       const absl::Status& own = task->spec().refused;
       task->spec().request->Complete(own.ok() ? task->status() : own);
-      continue;
     }
     task->set_first_sequences(std::move(send), std::move(recv));
     task->set_number(submitted_count_++);

@@ -15,7 +15,8 @@ constexpr uint32_t kMagic = 0x45505a55;  // "UZPE" little-endian
 // that is not the one it expected.
 // 7: the link's count of calls that took no places on it (bytes 70..71).
 // 8: the collective's ordinal (bytes 80..83).
-constexpr uint8_t kVersion = 8;
+// 9: abandoned blocks (kind 2, byte 84).
+constexpr uint8_t kVersion = 9;
 
 void Put(uint8_t* at, uint64_t value, int bytes) {
   for (int i = 0; i < bytes; ++i) at[i] = static_cast<uint8_t>(value >> (8 * i));
@@ -50,6 +51,7 @@ std::array<uint8_t, kEnvelopeBytes> EncodeEnvelope(const Envelope& e) {
   Put(&bytes[72], e.run_first, 4);
   Put(&bytes[76], e.run_blocks, 4);
   Put(&bytes[80], e.collective_ordinal, 4);
+  bytes[84] = static_cast<uint8_t>(e.abandoned_code);
   return bytes;
 }
 
@@ -58,7 +60,7 @@ absl::StatusOr<Envelope> DecodeEnvelope(const uint8_t* bytes) {
     return absl::DataLossError(absl::StrCat("bad block envelope (magic ", Get(&bytes[0], 4), ", version ",
                                             bytes[4], ")"));
   }
-  if (bytes[5] > static_cast<uint8_t>(BlockKind::kFrame) || !IsValidDataType(bytes[6]) ||
+  if (bytes[5] > static_cast<uint8_t>(BlockKind::kAbandoned) || !IsValidDataType(bytes[6]) ||
       !IsValidOperationKind(bytes[7]) || !IsValidReduceOp(bytes[68])) {
     return absl::DataLossError(absl::StrCat("bad block envelope (kind ", bytes[5], ", dtype ", bytes[6], ", operation ",
                                             bytes[7], ", reduction ", bytes[68], ")"));
@@ -82,6 +84,11 @@ absl::StatusOr<Envelope> DecodeEnvelope(const uint8_t* bytes) {
   e.lane_symbols_log2 = bytes[69];
   e.unplaced = static_cast<uint16_t>(Get(&bytes[70], 2));
   e.collective_ordinal = static_cast<uint32_t>(Get(&bytes[80], 4));
+  e.abandoned_code = static_cast<absl::StatusCode>(bytes[84]);
+  // An abandoned block names its sender's failure, and only it does.
+  if ((e.kind == BlockKind::kAbandoned) == (bytes[84] == 0) || bytes[84] > 16) {
+    return absl::DataLossError(absl::StrCat("bad block envelope (kind ", bytes[5], ", failure code ", bytes[84], ")"));
+  }
   if (e.run_blocks == 0 || e.run_first > e.block_index ||
       uint64_t{e.block_index} >= uint64_t{e.run_first} + e.run_blocks ||
       (e.kind == BlockKind::kFrame && e.run_blocks != 1)) {

@@ -24,7 +24,8 @@
 //       76    4 run_blocks: how many consecutive blocks, from run_first, that part carries
 //       80    4 collective ordinal: the collective calls the sender's communicator had before
 //                this one (wrapping); 0 for point-to-point blocks
-//       84    4 zero
+//       84    1 abandoned: the sender's failure (absl::StatusCode), else 0
+//       85    3 zero
 // Little-endian. Bytes 7 and 56..68 describe the whole operation, so that ranks that called
 // different operations, counts, operators or roots fail with an error naming both sides; bytes
 // 70..71 tell a receiver that its peer's call is not the one it pairs with, though alike, and
@@ -34,6 +35,11 @@
 // block is then sent as the raw plane (stream 1, sent as soon as the split stage is done), the
 // head [0, raw_offset) (stream 2) and the coded symbols [coded_offset, frame_bytes) (stream 3),
 // whose size the receiver reads from the head.
+//
+// An abandoned block (kind 2, version 9) carries nothing: its sender's call failed (or its own
+// checks refused it) before the block began, and every place of a failed call that never sent
+// its envelope sends this one instead, so that the receiver fails at once, naming the peer, and
+// every place on the link still takes exactly one envelope: the next calls pair as they should.
 //
 // A plain block carries its own bytes (run_first = block index, run_blocks = 1), or it is one of
 // a plain run (docs/PIPELINE.md, "Plain runs"): consecutive plain blocks of a point-to-point
@@ -55,7 +61,7 @@ namespace ucclzip::pipeline {
 
 inline constexpr size_t kEnvelopeBytes = 88;
 
-enum class BlockKind : uint8_t { kPlain = 0, kFrame = 1 };
+enum class BlockKind : uint8_t { kPlain = 0, kFrame = 1, kAbandoned = 2 };
 
 struct Envelope {
   BlockKind kind = BlockKind::kPlain;
@@ -81,6 +87,8 @@ struct Envelope {
   uint16_t unplaced = 0;
   // A collective's Schedule::ordinal; 0 for point-to-point messages.
   uint32_t collective_ordinal = 0;
+  // An abandoned block's: how its sender's call failed.
+  absl::StatusCode abandoned_code = absl::StatusCode::kOk;
 };
 
 // Whether `envelope` carries the bytes of blocks other than its own: the first block of a plain

@@ -211,7 +211,7 @@ bool OperationTask::finished() const {
   }
   for (const SendBlock& block : send_blocks_) {
     if (block.stage == SendStage::kEncoding || block.stage == SendStage::kSending) return false;
-    if (block.stage == SendStage::kWaiting && status_.ok()) return false;
+    if (block.stage == SendStage::kWaiting) return false;  // a failed task's still sends an abandoned envelope
   }
   return true;
 }

@@ -182,6 +182,7 @@ class OperationTask {
     // (TaskContext::host_frames_ahead) until it takes the window or retires.
     bool encoding_ahead = false;
     bool raw_posted = false;
+    bool envelope_sent = false;  // its place's envelope (or its run's) is posted
     // Which of the policy's meters times this block, from its post (a frame: once encoded and
     // sent, its encode's start given) to its send's completion, and its ticket there.
     enum class Meter : uint8_t { kNone, kPlain, kCompressed } meter = Meter::kNone;
@@ -220,7 +221,7 @@ class OperationTask {
     absl::Time codec_start;
     std::shared_ptr<const HostCodecJobs::Job> host_job;  // a host block's decode and reduction
     std::shared_ptr<transport::Request> envelope_request;
-    bool envelope_withdrawn = false;  // the task failed first: its receive was cancelled
+    bool envelope_given_up = false;  // the task failed first: its receive no longer counts against the peer
     bool parts_discarded = false;     // the task failed: what it never posted is dropped (DiscardUnposted)
     std::shared_ptr<transport::Request> head_request;
     // The first block of a plain run: the receive of the whole run's bytes, which the blocks it
@@ -291,6 +292,8 @@ class OperationTask {
                   absl::Time start);
   // Ends a send block's metering (`delivered`: the block itself arrived) and gives back its slot.
   void RetireSend(TaskContext& context, SendBlock& block, bool delivered);
+  // A place whose block never began (the task failed first) sends an abandoned envelope.
+  void SendAbandoned(TaskContext& context, SendBlock& block);
   // Posts a part of `block` on its sequence; the block keeps the request.
   void PostSend(TaskContext& context, SendBlock& block, const void* data, uint64_t bytes, transport::MemoryType memory,
                 PartStream stream);
@@ -305,7 +308,7 @@ class OperationTask {
   bool AdvanceRecv(TaskContext& context, RecvBlock& block);
   void PostEnvelope(TaskContext& context, RecvBlock& block);
   // Cancels the envelope receive of a block in a failed task, if nothing matched it yet.
-  void WithdrawEnvelope(TaskContext& context, RecvBlock& block);
+  void GiveUpEnvelope(TaskContext& context, RecvBlock& block);
   // False while an envelope receive being withdrawn may still be matched.
   bool DiscardUnposted(TaskContext& context, RecvBlock& block);
   bool OnEnvelope(TaskContext& context, RecvBlock& block);

@@ -67,15 +67,14 @@ void OperationTask::PostEnvelope(TaskContext& context, RecvBlock& block) {
 
 bool OperationTask::AdvanceRecvs(TaskContext& context) {
   if (!envelopes_posted_ && !recv_blocks_.empty()) {
-    if (!status_.ok()) {
-      for (RecvBlock& block : recv_blocks_) block.stage = RecvStage::kDone, block.retired = true;
-    } else {
-      // Envelopes are tiny and host-side: posting them early lets every block's sender go ahead
-      // (one that arrives before its receive waits in UCX's unexpected queue, not at the sender).
-      const bool one_by_one = spec_.schedule.kind == OperationKind::kSendRecv;
-      for (RecvBlock& block : recv_blocks_) {
-        if (!one_by_one || block.index == 0) PostEnvelope(context, block);
-      }
+    // Envelopes are tiny and host-side: posting them early lets every block's sender go ahead
+    // (one that arrives before its receive waits in UCX's unexpected queue, not at the sender).
+    // A task that failed before it began (a call refused by its own checks) posts them too, and
+    // gives them up at once: every place of its peers' matching calls sends an envelope, real
+    // or abandoned, which this place takes, and it drops the parts that follow.
+    const bool one_by_one = spec_.schedule.kind == OperationKind::kSendRecv;
+    for (RecvBlock& block : recv_blocks_) {
+      if (!one_by_one || block.index == 0) PostEnvelope(context, block);
     }
     envelopes_posted_ = true;
     return true;
@@ -87,7 +86,7 @@ bool OperationTask::AdvanceRecvs(TaskContext& context) {
 
 bool OperationTask::AdvanceRecv(TaskContext& context, RecvBlock& block) {
   if (block.retired) return false;
-  if (!status_.ok() && block.stage == RecvStage::kEnvelope) WithdrawEnvelope(context, block);
+  if (!status_.ok() && block.stage == RecvStage::kEnvelope) GiveUpEnvelope(context, block);
   if (!status_.ok() && block.stage != RecvStage::kProcessing) {
     if (!DiscardUnposted(context, block)) return false;
     return RetireRecv(context, block);
@@ -103,13 +102,15 @@ bool OperationTask::AdvanceRecv(TaskContext& context, RecvBlock& block) {
   return false;
 }
 
-void OperationTask::WithdrawEnvelope(TaskContext& context, RecvBlock& block) {
-  // A failed task's envelope receive that nothing matched yet: left posted, the transport's
-  // op_timeout found it without progress and failed the peer, and every later call with it
-  // (docs/TRANSPORT.md, CancelRecv).
-  if (block.envelope_request == nullptr || block.envelope_withdrawn || block.envelope_request->Test()) return;
-  context.lanes->ForRecv(spec_.schedule.recvs[block.step].peer).CancelRecv(block.envelope_request);
-  block.envelope_withdrawn = true;
+void OperationTask::GiveUpEnvelope(TaskContext& context, RecvBlock& block) {
+  // A failed task's envelope receive that nothing matched yet: left counting against the peer,
+  // the transport's op_timeout found it without progress and failed the peer, and every later
+  // call with it. Given up, it still takes the envelope the peer's call sends for this place
+  // (DiscardUnposted then drops the parts), or is cancelled at op_timeout (docs/TRANSPORT.md,
+  // GiveUpRecv).
+  if (block.envelope_request == nullptr || block.envelope_given_up || block.envelope_request->Test()) return;
+  context.lanes->ForRecv(spec_.schedule.recvs[block.step].peer).GiveUpRecv(block.envelope_request);
+  block.envelope_given_up = true;
 }
 
 bool OperationTask::DiscardUnposted(TaskContext& context, RecvBlock& block) {
@@ -120,15 +121,33 @@ bool OperationTask::DiscardUnposted(TaskContext& context, RecvBlock& block) {
   if (block.parts_discarded) return true;
   Envelope header = block.header;
   if (block.stage == RecvStage::kEnvelope) {
-    // An envelope receive still out (being withdrawn) may yet be matched: UCX may take the
-    // envelope before the cancel reaches it. Settled once it completes, either way.
+    // A given-up envelope receive is settled once it completes: with the peer's envelope for this
+    // place, or cancelled at op_timeout.
     if (block.envelope_request != nullptr && !block.envelope_request->Test()) return false;
+    // A point-to-point block whose envelope was never posted waits for the block before it,
+    // which may yet post it (below).
+    if (block.envelope_request == nullptr && spec_.schedule.kind == OperationKind::kSendRecv && block.index > 0) {
+      const RecvBlock& before = RecvBlockOf(block.step, block.index - 1);
+      if (before.stage == RecvStage::kEnvelope && !before.parts_discarded) return false;
+    }
     block.parts_discarded = true;
     // Matched but not yet read when the task failed (perhaps the very envelope that failed it).
     if (block.envelope_request == nullptr || !block.envelope_request->Wait(absl::InfinitePast()).ok()) return true;
     absl::StatusOr<Envelope> decoded = DecodeEnvelope(block.envelope.data());
     if (!decoded.ok()) return true;
     header = *decoded;
+    // A point-to-point message's next envelope is posted once this one is known (ExpectNextBlocks):
+    // the places after a run, or after this block, still take theirs.
+    if (spec_.schedule.kind == OperationKind::kSendRecv) {
+      const uint32_t next = block.index + (LeadsRun(header) ? header.run_blocks : 1);
+      if (next < BlockCount(spec_.schedule.recvs[block.step].count, spec_.block_elements)) {
+        RecvBlock& following = recv_blocks_[recv_step_first_[block.step] + next];
+        if (following.envelope_request == nullptr) {
+          PostEnvelope(context, following);
+          GiveUpEnvelope(context, following);
+        }
+      }
+    }
   } else if (block.stage != RecvStage::kParts && block.stage != RecvStage::kHead) {
     return true;
   }
@@ -138,8 +157,8 @@ bool OperationTask::DiscardUnposted(TaskContext& context, RecvBlock& block) {
     streams = {kCodedStream};
   } else if (header.kind == BlockKind::kFrame) {
     streams = {kRawStream, kHeadStream, kCodedStream};
-  } else if (header.run_first == header.block_index) {  // a carried block's bytes are its run's
-    streams = {kRawStream};
+  } else if (header.kind == BlockKind::kPlain && header.run_first == header.block_index) {
+    streams = {kRawStream};  // a carried block's bytes are its run's; an abandoned block has none
   }
   const int peer = spec_.schedule.recvs[block.step].peer;
   for (PartStream stream : streams) {
@@ -205,6 +224,14 @@ bool OperationTask::OnEnvelope(TaskContext& context, RecvBlock& block) {
         envelope->block_index, " of ", envelope->block_count, ", ", envelope->block_elements,
         " elements) where this receive expects ", step.count, " elements of ", DataTypeName(spec_.dtype), " (block ",
         block.index, " of ", blocks, ", ", elements, " elements)")));
+  }
+  if (envelope->kind == BlockKind::kAbandoned) {
+    // No parts follow. The task fails, and its places still take their peers' envelopes.
+    FailBlock("recv", block.step, block.index,
+              absl::AbortedError(absl::StrCat("peer ", step.peer, " gave up its call before it sent this block (its call "
+                                              "failed there with ", absl::StatusCodeToString(envelope->abandoned_code),
+                                              "; its own error says why)")));
+    return true;
   }
   // Runs carry point-to-point messages only (collectives go block by block; a receive of a
   // point-to-point message lands in the caller's buffer as it is), never past the last block.

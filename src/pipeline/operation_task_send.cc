@@ -50,6 +50,11 @@ Envelope OperationTask::BlockEnvelope(const SendBlock& block, BlockKind kind) co
   envelope.run_blocks = block.run_blocks;
   envelope.unplaced = UnplacedOn(step.peer);
   envelope.collective_ordinal = spec_.schedule.ordinal;
+  if (kind == BlockKind::kAbandoned) {
+    envelope.run_first = block.index;
+    envelope.run_blocks = 1;
+    envelope.abandoned_code = status_.ok() ? absl::StatusCode::kUnknown : status_.code();
+  }
   if (kind == BlockKind::kFrame) {
     envelope.raw_offset = block.plan.raw_offset;
     envelope.raw_bytes = block.plan.raw_bytes;
@@ -76,6 +81,10 @@ bool OperationTask::SourceReady(const SendBlock& block) const {
 bool OperationTask::AdvanceSends(TaskContext& context) {
   bool moved = false;
   for (SendBlock& block : send_blocks_) {
+    if (block.stage == SendStage::kWaiting && !status_.ok()) {
+      SendAbandoned(context, block);
+      moved = true;
+    }
     if (block.stage == SendStage::kEncoding) {
       moved |= spec_.memory == MemoryType::kHost ? AdvanceHostFrame(context, block) : AdvanceEncoding(context, block);
     }
@@ -125,9 +134,20 @@ bool OperationTask::AdvanceSends(TaskContext& context) {
   return moved;
 }
 
+void OperationTask::SendAbandoned(TaskContext& context, SendBlock& block) {
+  // Every place of a call sends one envelope (envelope.h): its receiver fails at once, naming
+  // this rank, instead of waiting until op_timeout and then failing the link, and the next calls
+  // on the link pair as they should.
+  block.envelope = EncodeEnvelope(BlockEnvelope(block, BlockKind::kAbandoned));
+  PostSend(context, block, block.envelope.data(), kEnvelopeBytes, MemoryType::kHost, kEnvelopeStream);
+  block.stage = SendStage::kSending;
+  TraceBlock("send", block.step, block.index, "abandoned");
+}
+
 void OperationTask::PostSend(TaskContext& context, SendBlock& block, const void* data, uint64_t bytes, MemoryType memory,
                              PartStream stream) {
   const int peer = spec_.schedule.sends[block.step].peer;
+  if (stream == kEnvelopeStream) block.envelope_sent = true;
   block.requests.push_back(context.lanes->ForSend().Send(
       peer, data, bytes, memory, Tag(first_send_sequence_[peer], block.link_position, stream), context.wake));
   context.stats->wire_bytes_sent += bytes;
@@ -318,7 +338,11 @@ bool OperationTask::AdvanceHostFrame(TaskContext& context, SendBlock& block) {
     // of a disagreement while it encoded for a rank that agreed with it).
     if (!frame_bytes.ok() || (!status_.ok() && block.window_bytes == 0)) {
       FailBlock("send", block.step, block.index, frame_bytes.status());
-      block.stage = SendStage::kSending;  // what was posted completes, then the block retires
+      if (block.envelope_sent) {
+        block.stage = SendStage::kSending;  // what was posted completes, then the block retires
+      } else {
+        SendAbandoned(context, block);
+      }
       return true;
     }
     block.encoded = true;
@@ -331,7 +355,7 @@ bool OperationTask::AdvanceHostFrame(TaskContext& context, SendBlock& block) {
   // Encoded ahead: the frame waits for the window (AdvanceSends), or for the task's end.
   if (block.window_bytes == 0) {
     if (status_.ok()) return moved;
-    block.stage = SendStage::kSending;
+    SendAbandoned(context, block);
     return true;
   }
   PostSend(context, block, block.host_frame.get() + block.plan.raw_offset, block.plan.raw_bytes, MemoryType::kHost,
@@ -368,7 +392,7 @@ bool OperationTask::StartDeviceFrame(TaskContext& context, SendBlock& block, con
   if (status.ok()) status = slot->RecordCodecDone();
   if (!status.ok()) {
     FailBlock("send", block.step, block.index, status);
-    RetireSend(context, block, /*delivered=*/false);
+    SendAbandoned(context, block);  // retires once posted, giving back the slot when its stream is idle
     return true;
   }
   block.stage = SendStage::kEncoding;
@@ -403,7 +427,11 @@ bool OperationTask::AdvanceEncoding(TaskContext& context, SendBlock& block) {
     context.stats->codec_seconds += absl::ToDoubleSeconds(absl::Now() - block.codec_start);
     if (!status.ok() || (!status_.ok() && !windowed)) {
       FailBlock("send", block.step, block.index, status);
-      block.stage = SendStage::kSending;  // drains what was posted, then releases the slot
+      if (block.envelope_sent) {
+        block.stage = SendStage::kSending;  // drains what was posted, then releases the slot
+      } else {
+        SendAbandoned(context, block);
+      }
       return true;
     }
     block.encoded = true;
@@ -416,7 +444,7 @@ bool OperationTask::AdvanceEncoding(TaskContext& context, SendBlock& block) {
   // Encoded ahead: the frame waits for the window (AdvanceSends), or for the task's end.
   if (!windowed) {
     if (status_.ok()) return moved;
-    block.stage = SendStage::kSending;
+    SendAbandoned(context, block);
     return true;
   }
   if (!block.raw_posted) {

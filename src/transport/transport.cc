@@ -285,10 +285,10 @@ std::shared_ptr<Request> Transport::Post(OpKind kind, int peer, uint8_t* data, s
   return request;
 }
 
-void Transport::CancelRecv(const std::shared_ptr<Request>& request) {
+void Transport::GiveUpRecv(const std::shared_ptr<Request>& request) {
   {
     absl::MutexLock lock(&mutex_);
-    cancels_.push_back(request);
+    give_ups_.push_back(request);
     submissions_pending_.store(true, std::memory_order_release);
   }
   Wake();

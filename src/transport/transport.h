@@ -81,11 +81,13 @@ class Transport {
   std::shared_ptr<Request> Recv(int peer, void* data, size_t bytes, MemoryType type, OpTag tag,
                                 CompletionCallback on_complete = {});
 
-  // Withdraws a receive its caller gave up on (a pipeline call that failed before the message
-  // came): one that UCX has not matched yet completes with Cancelled and never counts against
-  // its peer as an operation without progress (op_timeout); one already matched goes on to its
-  // end. Any thread.
-  void CancelRecv(const std::shared_ptr<Request>& request);
+  // A receive its caller gave up on (a pipeline call that failed before the message came) no
+  // longer counts against its peer as an operation without progress: it stays posted for the
+  // message, which the peer may still send (and which then completes it, so that the caller can
+  // drop what follows), and if nothing comes within op_timeout it completes with Cancelled,
+  // quietly. Until session 39 it was cancelled at once, and the message stayed in UCX's
+  // unexpected queue for good. Any thread.
+  void GiveUpRecv(const std::shared_ptr<Request>& request);
   // Takes and drops the peer's message of `tag`, which its caller will not receive (the parts
   // of a block whose envelope a failed pipeline call matched), so that the sender's transfer
   // completes instead of failing the link at op_timeout. A message that has not come within
@@ -244,13 +246,13 @@ class Transport {
   bool abort_pending_ ABSL_GUARDED_BY(mutex_) = false;
   absl::Status first_peer_failure_ ABSL_GUARDED_BY(mutex_);
   std::vector<std::pair<int, absl::Status>> reported_failures_ ABSL_GUARDED_BY(mutex_);
-  std::vector<std::shared_ptr<Request>> cancels_ ABSL_GUARDED_BY(mutex_);  // CancelRecv's
+  std::vector<std::shared_ptr<Request>> give_ups_ ABSL_GUARDED_BY(mutex_);  // GiveUpRecv's
   std::vector<std::pair<int, OpTag>> discards_ ABSL_GUARDED_BY(mutex_);     // Discard's
   PeerFailureListener peer_failure_listener_ ABSL_GUARDED_BY(mutex_);
   std::atomic<bool> any_peer_failed_{false};
   std::atomic<bool> watch_peers_{false};  // WatchPeers
   bool stopping_ ABSL_GUARDED_BY(mutex_) = false;
-  // Set with any of submitted_, reported_failures_, cancels_, discards_, abort_pending_ and stopping_, so
+  // Set with any of submitted_, reported_failures_, give_ups_, discards_, abort_pending_ and stopping_, so
   // that a pass with nothing new skips the mutex: Debian's Abseil keeps its deadlock detection
   // on, which makes every Lock and Unlock look the mutex up in a process-wide graph under a
   // global lock.

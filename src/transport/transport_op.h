@@ -63,6 +63,7 @@ struct Op {
   uint32_t next_block = 0;  // staged path: the next block to start
   uint32_t blocks_done = 0;
   absl::Time deadline;  // pushed back whenever a block completes
+  bool given_up = false;  // Transport::GiveUpRecv: at the deadline it is cancelled, not its peer failed
   absl::Status error;
   absl::Time failed_at = absl::InfiniteFuture();
 

@@ -214,7 +214,7 @@ bool Transport::TakeSubmissions(bool* stop) {
   if (!submissions_pending_.load(std::memory_order_acquire)) return false;
   std::vector<std::unique_ptr<Op>> fresh;
   std::vector<std::pair<int, absl::Status>> reported;
-  std::vector<std::shared_ptr<Request>> cancels;
+  std::vector<std::shared_ptr<Request>> give_ups;
   std::vector<std::pair<int, OpTag>> discards;
   bool abort = false;
   absl::Status why;
@@ -223,7 +223,7 @@ bool Transport::TakeSubmissions(bool* stop) {
     submissions_pending_.store(false, std::memory_order_relaxed);
     fresh.swap(submitted_);
     reported.swap(reported_failures_);
-    cancels.swap(cancels_);
+    give_ups.swap(give_ups_);
     discards.swap(discards_);
     *stop = stopping_;
     abort = abort_pending_;
@@ -243,18 +243,16 @@ bool Transport::TakeSubmissions(bool* stop) {
     started.news = &news_;
     Start(started);
   }
-  for (const std::shared_ptr<Request>& request : cancels) {
+  const absl::Time now = absl::Now();
+  for (const std::shared_ptr<Request>& request : give_ups) {
     for (auto& op : active_) {
       if (op->request != request || op->kind != OpKind::kRecv || op->finished()) continue;
-      // Failed first, so that no deadline counts it against the peer while UCX completes the
-      // cancels (a block it has already matched runs to its end).
-      op->Fail(absl::CancelledError("withdrawn by its caller"));
-      CancelReceives(*op);
-      MarkChanged(*op);
+      op->given_up = true;
+      op->deadline = now + options_.op_timeout;
     }
   }
   for (const auto& [peer, tag] : discards) StartDrain(peer, tag, 0);
-  return abort || !reported.empty() || !fresh.empty() || !cancels.empty() || !discards.empty();
+  return abort || !reported.empty() || !fresh.empty() || !give_ups.empty() || !discards.empty();
 }
 
 void Transport::Start(Op& op) {
@@ -551,6 +549,14 @@ void Transport::SweepIfDue(absl::Time now) {
 
 void Transport::CheckDeadlines(absl::Time now) {
   for (auto& op : active_) {
+    if (op->given_up && op->error.ok() && now > op->deadline && !op->finished()) {
+      // Failed first, so that nothing counts it against the peer while UCX completes the
+      // cancels (a block it has already matched runs to its end).
+      op->Fail(absl::CancelledError("given up by its caller, and nothing came within the operation timeout"));
+      CancelReceives(*op);
+      MarkChanged(*op);
+      continue;
+    }
     if (op->error.ok() && now > op->deadline && !op->finished()) {
       FailPeer(op->peer, absl::DeadlineExceededError(absl::StrCat(
                              "peer ", op->peer, " failed: an operation with it made no progress for ",

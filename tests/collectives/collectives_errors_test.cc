@@ -276,9 +276,11 @@ TEST(CollectiveErrors, AGroupFailsWhereOneOfItsCallsIsRefused) {
 // its links, as a call that fails later does: its peers' matching calls took theirs. Otherwise
 // the rank's next call of the same shape pairs with the messages meant for the refused one,
 // passes every envelope check, and both sides return success with each other's data for the
-// wrong call. Rank 1's matching call must fail (its peer sends nothing), and whatever the next
-// call gives back, it must not be success with wrong data. By recursive doubling (the default
-// for 6 KB) and by the ring; 2 and 3 ranks.
+// wrong call. Every place of the refused call sends an abandoned envelope, and every place of a
+// call that fails then does too: the other ranks' matching calls fail at once, naming a peer
+// that gave up (until session 39 they waited for the operation timeout, which then failed the
+// link), and the next call succeeds everywhere with the right data. By recursive doubling (the
+// default for 6 KB) and by the ring; 2 and 3 ranks.
 class CollectiveRefusedOnOneRank : public ::testing::TestWithParam<std::tuple<int, bool>> {};
 
 TEST_P(CollectiveRefusedOnOneRank, TakesItsPlacesSoTheNextCallPairsWithItsOwn) {
@@ -301,16 +303,24 @@ TEST_P(CollectiveRefusedOnOneRank, TakesItsPlacesSoTheNextCallPairsWithItsOwn) {
         return s;
       }
     } else {
+      const absl::Time start = absl::Now();
       status = c.AllReduce(input.data(), output.data(), first.count, first.dtype, first.op, nullptr).Wait(absl::Seconds(30));
-      if (status.ok()) {
-        return absl::InternalError(absl::StrCat("rank ", c.rank(), ": the allreduce that rank 0 refused succeeded here"));
+      if (absl::Status s = ExpectError(status, absl::StatusCode::kAborted,
+                                       {absl::StrCat("rank ", c.rank(), ": allreduce"), "gave up its call before it sent this block"},
+                                       "the allreduce that rank 0 refused");
+          !s.ok()) {
+        return s;
+      }
+      if (absl::Now() - start >= options.op_timeout) {
+        return absl::InternalError(absl::StrCat("rank ", c.rank(), ": the allreduce that rank 0 refused failed only after ",
+                                                absl::FormatDuration(absl::Now() - start)));
       }
     }
-    // The next call, with other inputs: its result is right or it fails, never wrong.
+    // The next call, with other inputs, pairs as it should everywhere.
     input = CaseInput(second, world, c.rank(), 2);
     std::fill(output.begin(), output.end(), 0xA5);
     status = c.AllReduce(input.data(), output.data(), second.count, second.dtype, second.op, nullptr).Wait(absl::Seconds(30));
-    if (!status.ok()) return absl::OkStatus();
+    if (!status.ok()) return status;
     const std::vector<uint8_t> want = ReferenceOutput(second, c, 2);
     return ExpectSameBytes(output.data(), want.data(), want.size(), absl::StrCat("rank ", c.rank(), "'s next allreduce"));
   }));

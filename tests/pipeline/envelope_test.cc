@@ -95,14 +95,38 @@ TEST(Envelope, RoundTripsTheOperation) {
   EXPECT_EQ(out->op, ReduceOp::kMin);
 }
 
+// An abandoned block says how its sender's call failed, and a block of another kind says nothing
+// of a failure: a byte out of place is malformed.
+TEST(Envelope, AnAbandonedBlockCarriesItsSendersFailureAndNoOtherDoes) {
+  Envelope abandoned{.kind = BlockKind::kAbandoned, .dtype = DataType::kFloat32, .block_index = 2, .block_count = 4};
+  abandoned.run_first = 2;
+  abandoned.abandoned_code = absl::StatusCode::kInvalidArgument;
+  absl::StatusOr<Envelope> out = DecodeEnvelope(EncodeEnvelope(abandoned).data());
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->kind, BlockKind::kAbandoned);
+  EXPECT_EQ(out->abandoned_code, absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(out->block_index, 2u);
+  abandoned.abandoned_code = absl::StatusCode::kOk;
+  EXPECT_EQ(DecodeEnvelope(EncodeEnvelope(abandoned).data()).status().code(), absl::StatusCode::kDataLoss);
+  Envelope plain{.kind = BlockKind::kPlain};
+  plain.abandoned_code = absl::StatusCode::kAborted;
+  EXPECT_EQ(DecodeEnvelope(EncodeEnvelope(plain).data()).status().code(), absl::StatusCode::kDataLoss);
+  auto beyond = EncodeEnvelope(Envelope{.kind = BlockKind::kAbandoned});
+  beyond[84] = 17;  // past absl::StatusCode's codes
+  EXPECT_EQ(DecodeEnvelope(beyond.data()).status().code(), absl::StatusCode::kDataLoss);
+}
+
 TEST(Envelope, RejectsBadMagicKindTypeAndOperation) {
   auto good = EncodeEnvelope(Envelope{});
   auto bad_magic = good;
   bad_magic[1] ^= 1;
   EXPECT_EQ(DecodeEnvelope(bad_magic.data()).status().code(), absl::StatusCode::kDataLoss);
-  // Version 5 ordered every link in groups of 2 blocks: a peer of that version is refused.
+  // Version 5 ordered every link in groups of 2 blocks, and version 8 sent nothing for a failed
+  // call's places: peers of those versions are refused.
   auto older = good;
   older[4] = 5;
+  EXPECT_EQ(DecodeEnvelope(older.data()).status().code(), absl::StatusCode::kDataLoss);
+  older[4] = 8;
   EXPECT_EQ(DecodeEnvelope(older.data()).status().code(), absl::StatusCode::kDataLoss);
   auto bad_kind = good;
   bad_kind[5] = 7;

@@ -241,6 +241,21 @@ TEST(PipelineErrors, BadArgumentsFailAtOnceAndATimeoutFires) {
         !s.ok()) {
       return s;
     }
+    // Each rank's refused Send took its place and sent an abandoned envelope there: the peer's
+    // matching Recv fails at once, naming it, where until session 39 it waited for its timeout.
+    std::vector<float> five(5);
+    const absl::Time start = absl::Now();
+    if (absl::Status s = ExpectError(c.Recv(five.data(), 5, DataType::kFloat32, 1 - context.rank, nullptr).Wait(absl::Seconds(20)),
+                                     absl::StatusCode::kAborted,
+                                     {absl::StrCat("rank ", context.rank, ": recv from peer ", 1 - context.rank,
+                                                   " (5 elements of fp32"),
+                                      absl::StrCat("peer ", 1 - context.rank, " gave up its call before it sent this block"),
+                                      "INVALID_ARGUMENT"},
+                                     "the recv matching a refused send");
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Now() - start > absl::Seconds(2)) return absl::InternalError("the recv matching a refused send waited");
     if (context.rank == 1) {
       absl::Status status = c.Recv(&word, 1, DataType::kUint32, 0, nullptr, RecvOptions{.timeout = absl::Milliseconds(200)})
                                 .Wait(absl::Seconds(20));
@@ -287,11 +302,14 @@ TEST(PipelineErrors, ARecvRefusedBeforeItsPlaceNeverLetsTheNextOneTakeItsMessage
   }));
 }
 
-// Rank 0's Send is refused (a null buffer: it takes its place, sending nothing), so rank 1's
-// Recv fails by its own timeout. Its envelope receive stayed posted, and at the transport's
-// op_timeout (3 s here) the transport found it without progress and failed the healthy peer:
-// every later call with it failed (review of session 35). A failed task now withdraws its
-// unmatched envelope receives, and the exchange after op_timeout pairs as it should.
+// Rank 1's Recv fails by its own timeout, and rank 0 sends that message (4 MB, too large to go
+// eagerly) only then. Until session 35 the failed receive's envelope receive stayed posted, and at
+// the transport's op_timeout (3 s here) the transport found it without progress and failed the
+// healthy peer: every later call with it failed. Then (sessions 35 to 38) it was cancelled, and
+// the late message stayed in UCX's unexpected queue, its sender waiting until op_timeout, which
+// failed the receiver at the sender. Given up (Transport::GiveUpRecv), it takes the late
+// envelope, the task drops the bytes, the late Send completes, and the exchange after op_timeout
+// pairs as it should.
 TEST(PipelineErrors, ARecvThatTimedOutDoesNotFailItsPeerAtTheOperationTimeoutLater) {
   ExpectRanksSucceeded(RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
     auto comm = CreateCommunicator(context, ShortTimeoutOptions());
@@ -299,11 +317,10 @@ TEST(PipelineErrors, ARecvThatTimedOutDoesNotFailItsPeerAtTheOperationTimeoutLat
     Communicator& c = **comm;
     transport::Bootstrap& bootstrap = internal::CommunicatorAccess::BootstrapOf(c);
     uint32_t word = 0;
-    if (context.rank == 0) {
-      if (c.Send(nullptr, 5, DataType::kFloat32, 1, nullptr).Wait().ok()) return absl::InternalError("a null send passed");
-    } else {
+    std::vector<uint32_t> late(size_t{1} << 20, 7);
+    if (context.rank == 1) {
       const absl::Status timed_out =
-          c.Recv(&word, 1, DataType::kUint32, 0, nullptr, RecvOptions{.timeout = absl::Milliseconds(200)})
+          c.Recv(late.data(), late.size(), DataType::kUint32, 0, nullptr, RecvOptions{.timeout = absl::Milliseconds(200)})
               .Wait(absl::Seconds(20));
       if (absl::Status s = ExpectError(timed_out, absl::StatusCode::kDeadlineExceeded, {"rank 1"}, "the recv");
           !s.ok()) {
@@ -311,6 +328,16 @@ TEST(PipelineErrors, ARecvThatTimedOutDoesNotFailItsPeerAtTheOperationTimeoutLat
       }
     }
     if (absl::Status s = bootstrap.Barrier(absl::Now() + absl::Seconds(20)); !s.ok()) return s;
+    if (context.rank == 0) {
+      const absl::Time start = absl::Now();
+      if (absl::Status s = WaitOk(c.Send(late.data(), late.size(), DataType::kUint32, 1, nullptr), "the late send");
+          !s.ok()) {
+        return s;
+      }
+      if (absl::Now() - start > absl::Seconds(2)) {
+        return absl::InternalError(absl::StrCat("the late send took ", absl::FormatDuration(absl::Now() - start)));
+      }
+    }
     absl::SleepFor(ShortTimeoutOptions().op_timeout + absl::Seconds(1));
     if (absl::Status s = bootstrap.Barrier(absl::Now() + absl::Seconds(20)); !s.ok()) return s;
     if (context.rank == 0) {

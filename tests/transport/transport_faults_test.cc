@@ -299,10 +299,10 @@ TEST_P(TransportFaults, AnAbandonedStagedSendToAHealthyPeerGivesItsBlocksBackOnc
       std::vector<uint8_t> first(two_blocks);
       const std::shared_ptr<transport::Request> partial =
           transport.Recv(0, first.data(), two_blocks, MemoryType::kHost, OpTag{1, 0});
-      // The first block lands; the second never comes: withdrawn, so that it does not count
-      // against rank 0 at the timeout.
+      // The first block lands; the second never comes: given up, so that it does not count
+      // against rank 0 at the timeout (it is cancelled then instead).
       std::this_thread::sleep_for(std::chrono::milliseconds(500));
-      transport.CancelRecv(partial);
+      transport.GiveUpRecv(partial);
       partial->Wait(absl::Now() + absl::Seconds(10)).IgnoreError();
       if (absl::Status s = bootstrap.Send(0, 2, "taken", deadline); !s.ok()) return s;
       for (uint32_t round = 0; round < kLaterRounds; ++round) {
