@@ -40,6 +40,27 @@ absl::Status WithinLimit(absl::Duration elapsed, absl::Duration limit, absl::str
                                                   absl::FormatDuration(limit)));
 }
 
+// Over tcp, host memory directly or staged, with a pool of two blocks per direction.
+TransportOptions TwoBlockPool(bool staged) {
+  TransportOptions options = ShortTimeouts("tcp");
+  options.stage_host_memory = staged;
+  options.staging_pool_bytes = 2 * *options.block_bytes;
+  return options;
+}
+
+// The link still works both ways: each rank sends the other 3 MB + 1 on `sequence`, checks what
+// it got, and has no failed peer.
+absl::Status ExchangeBothWays(transport::Transport& transport, int rank, uint32_t sequence, const std::string& what) {
+  const int peer = 1 - rank;
+  std::vector<uint8_t> out(3 * (size_t{1} << 20) + 1), in(out.size());
+  FillPattern(out.data(), out.size(), rank);
+  auto recv = transport.Recv(peer, in.data(), in.size(), MemoryType::kHost, OpTag{sequence, 0});
+  auto send = transport.Send(peer, out.data(), out.size(), MemoryType::kHost, OpTag{sequence, 0});
+  if (absl::Status s = WaitAll({recv, send}, absl::Now() + absl::Seconds(10)); !s.ok()) return s;
+  if (absl::Status s = VerifyPattern(in.data(), in.size(), peer, what); !s.ok()) return s;
+  return transport.FirstPeerFailure();
+}
+
 class TransportFaults : public ::testing::TestWithParam<std::string> {};
 
 // Rank 2 dies while ranks 0 and 1 have a large send and a receive pending with it. Both
@@ -507,9 +528,7 @@ class ShorterReceive : public ::testing::TestWithParam<bool> {};
 TEST_P(ShorterReceive, SenderOfTheLongerMessageIsNotLeftWaiting) {
   const bool staged = GetParam();
   auto outcomes = RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
-    TransportOptions options = ShortTimeouts("tcp");
-    options.stage_host_memory = staged;
-    options.staging_pool_bytes = 2 * *options.block_bytes;
+    const TransportOptions options = TwoBlockPool(staged);
     auto communicator = CreateCommunicator(context, options);
     if (!communicator.ok()) return communicator.status();
     transport::Transport& transport = TransportOf(**communicator);
@@ -538,15 +557,7 @@ TEST_P(ShorterReceive, SenderOfTheLongerMessageIsNotLeftWaiting) {
                                 ->Wait(absl::Now() + absl::Seconds(2));
       if (absl::Status s = ExpectSizeMismatch(status, expected, sent); !s.ok()) return s;
     }
-    // The link still works both ways.
-    const int peer = 1 - context.rank;
-    std::vector<uint8_t> out(3 * mb + 1), in(3 * mb + 1);
-    FillPattern(out.data(), out.size(), context.rank);
-    auto recv = transport.Recv(peer, in.data(), in.size(), MemoryType::kHost, OpTag{9, 0});
-    auto send = transport.Send(peer, out.data(), out.size(), MemoryType::kHost, OpTag{9, 0});
-    if (absl::Status s = WaitAll({recv, send}, absl::Now() + absl::Seconds(10)); !s.ok()) return s;
-    if (absl::Status s = VerifyPattern(in.data(), in.size(), peer, "exchange after the mismatches"); !s.ok()) return s;
-    if (absl::Status s = transport.FirstPeerFailure(); !s.ok()) return s;
+    if (absl::Status s = ExchangeBothWays(transport, context.rank, 9, "exchange after the mismatches"); !s.ok()) return s;
     return bootstrap.Barrier(absl::Now() + absl::Seconds(20));
   });
   ExpectRanksSucceeded(outcomes);
@@ -565,9 +576,7 @@ class DiscardedMessage : public ::testing::TestWithParam<bool> {};
 TEST_P(DiscardedMessage, CompletesItsSenderAndLeavesTheLinkWell) {
   const bool staged = GetParam();
   auto outcomes = RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
-    TransportOptions options = ShortTimeouts("tcp");
-    options.stage_host_memory = staged;
-    options.staging_pool_bytes = 2 * *options.block_bytes;
+    const TransportOptions options = TwoBlockPool(staged);
     auto communicator = CreateCommunicator(context, options);
     if (!communicator.ok()) return communicator.status();
     transport::Transport& transport = TransportOf(**communicator);
@@ -588,14 +597,7 @@ TEST_P(DiscardedMessage, CompletesItsSenderAndLeavesTheLinkWell) {
       transport.Discard(0, OpTag{4, 1});  // never sent
     }
     absl::SleepFor(options.op_timeout + absl::Milliseconds(500));
-    const int peer = 1 - context.rank;
-    std::vector<uint8_t> out(3 * (size_t{1} << 20) + 1), in(out.size());
-    FillPattern(out.data(), out.size(), context.rank);
-    auto recv = transport.Recv(peer, in.data(), in.size(), MemoryType::kHost, OpTag{5, 0});
-    auto send = transport.Send(peer, out.data(), out.size(), MemoryType::kHost, OpTag{5, 0});
-    if (absl::Status s = WaitAll({recv, send}, absl::Now() + absl::Seconds(10)); !s.ok()) return s;
-    if (absl::Status s = VerifyPattern(in.data(), in.size(), peer, "exchange after the discards"); !s.ok()) return s;
-    if (absl::Status s = transport.FirstPeerFailure(); !s.ok()) return s;
+    if (absl::Status s = ExchangeBothWays(transport, context.rank, 5, "exchange after the discards"); !s.ok()) return s;
     return bootstrap.Barrier(absl::Now() + absl::Seconds(20));
   });
   ExpectRanksSucceeded(outcomes);
