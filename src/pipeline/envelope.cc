@@ -52,6 +52,7 @@ std::array<uint8_t, kEnvelopeBytes> EncodeEnvelope(const Envelope& e) {
   Put(&bytes[76], e.run_blocks, 4);
   Put(&bytes[80], e.collective_ordinal, 4);
   bytes[84] = static_cast<uint8_t>(e.abandoned_code);
+  Put(&bytes[85], static_cast<uint32_t>(e.failed_peer + 1), 3);
   return bytes;
 }
 
@@ -60,8 +61,9 @@ absl::StatusOr<Envelope> DecodeEnvelope(const uint8_t* bytes) {
     return absl::DataLossError(absl::StrCat("bad block envelope (magic ", Get(&bytes[0], 4), ", version ",
                                             bytes[4], ")"));
   }
+  const bool abandoned = bytes[5] == static_cast<uint8_t>(BlockKind::kAbandoned);
   if (bytes[5] > static_cast<uint8_t>(BlockKind::kAbandoned) || !IsValidDataType(bytes[6]) ||
-      !IsValidOperationKind(bytes[7]) || !IsValidReduceOp(bytes[68])) {
+      !IsValidOperationKind(bytes[7]) || (!abandoned && !IsValidReduceOp(bytes[68]))) {
     return absl::DataLossError(absl::StrCat("bad block envelope (kind ", bytes[5], ", dtype ", bytes[6], ", operation ",
                                             bytes[7], ", reduction ", bytes[68], ")"));
   }
@@ -85,9 +87,12 @@ absl::StatusOr<Envelope> DecodeEnvelope(const uint8_t* bytes) {
   e.unplaced = static_cast<uint16_t>(Get(&bytes[70], 2));
   e.collective_ordinal = static_cast<uint32_t>(Get(&bytes[80], 4));
   e.abandoned_code = static_cast<absl::StatusCode>(bytes[84]);
-  // An abandoned block names its sender's failure, and only it does.
-  if ((e.kind == BlockKind::kAbandoned) == (bytes[84] == 0) || bytes[84] > 16) {
-    return absl::DataLossError(absl::StrCat("bad block envelope (kind ", bytes[5], ", failure code ", bytes[84], ")"));
+  e.failed_peer = static_cast<int32_t>(Get(&bytes[85], 3)) - 1;
+  // An abandoned block names its sender's failure, and only it does; it is a run of itself.
+  if (abandoned == (bytes[84] == 0) || bytes[84] > 16 || (!abandoned && e.failed_peer >= 0) ||
+      (abandoned && (e.run_first != e.block_index || e.run_blocks != 1))) {
+    return absl::DataLossError(absl::StrCat("bad block envelope (kind ", bytes[5], ", failure code ", bytes[84],
+                                            ", failed peer ", e.failed_peer, ", run of ", e.run_blocks, ")"));
   }
   if (e.run_blocks == 0 || e.run_first > e.block_index ||
       uint64_t{e.block_index} >= uint64_t{e.run_first} + e.run_blocks ||

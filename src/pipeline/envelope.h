@@ -25,7 +25,8 @@
 //       80    4 collective ordinal: the collective calls the sender's communicator had before
 //                this one (wrapping); 0 for point-to-point blocks
 //       84    1 abandoned: the sender's failure (absl::StatusCode), else 0
-//       85    3 zero
+//       85    3 abandoned: 1 + the first peer the sender saw fail (its call then failed for it,
+//                if a collective), else 0
 // Little-endian. Bytes 7 and 56..68 describe the whole operation, so that ranks that called
 // different operations, counts, operators or roots fail with an error naming both sides; bytes
 // 70..71 tell a receiver that its peer's call is not the one it pairs with, though alike, and
@@ -38,8 +39,10 @@
 //
 // An abandoned block (kind 2, version 9) carries nothing: its sender's call failed (or its own
 // checks refused it) before the block began, and every place of a failed call that never sent
-// its envelope sends this one instead, so that the receiver fails at once, naming the peer, and
-// every place on the link still takes exactly one envelope: the next calls pair as they should.
+// its envelope sends this one instead, so that the receiver fails at once, naming the peer (and
+// a peer the sender saw fail, so that a dead rank is named on every rank), and every place on
+// the link still takes exactly one envelope: the next calls pair as they should. It is a run of
+// itself, and its reduction operator may be any byte (a call refused for its operator).
 //
 // A plain block carries its own bytes (run_first = block index, run_blocks = 1), or it is one of
 // a plain run (docs/PIPELINE.md, "Plain runs"): consecutive plain blocks of a point-to-point
@@ -87,8 +90,9 @@ struct Envelope {
   uint16_t unplaced = 0;
   // A collective's Schedule::ordinal; 0 for point-to-point messages.
   uint32_t collective_ordinal = 0;
-  // An abandoned block's: how its sender's call failed.
+  // An abandoned block's: how its sender's call failed, and the first peer it saw fail (-1: none).
   absl::StatusCode abandoned_code = absl::StatusCode::kOk;
+  int32_t failed_peer = -1;
 };
 
 // Whether `envelope` carries the bytes of blocks other than its own: the first block of a plain

@@ -234,8 +234,8 @@ bool OperationTask::caller_buffer_idle() const {
   for (const SendBlock& block : send_blocks_) {
     // A frame this task encoded leaves from its own buffers (a host frame, a device slot): a
     // failed call is reported while its peer takes it, or until op_timeout where the peer never
-    // does (a rank that disagreed on the call).
-    if (block.stage == SendStage::kSending && block.encoded) continue;
+    // does (a rank that disagreed on the call). An abandoned block's envelope is the block's own.
+    if (block.stage == SendStage::kSending && (block.encoded || block.abandoned)) continue;
     if (block.stage == SendStage::kEncoding || block.stage == SendStage::kSending) return false;
   }
   for (const RecvBlock& block : recv_blocks_) {

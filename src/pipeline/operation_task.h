@@ -183,6 +183,7 @@ class OperationTask {
     bool encoding_ahead = false;
     bool raw_posted = false;
     bool envelope_sent = false;  // its place's envelope (or its run's) is posted
+    bool abandoned = false;      // its envelope is an abandoned one: nothing of the caller's is read
     // Which of the policy's meters times this block, from its post (a frame: once encoded and
     // sent, its encode's start given) to its send's completion, and its ticket there.
     enum class Meter : uint8_t { kNone, kPlain, kCompressed } meter = Meter::kNone;
@@ -307,9 +308,11 @@ class OperationTask {
   bool AdvanceRecvs(TaskContext& context);
   bool AdvanceRecv(TaskContext& context, RecvBlock& block);
   void PostEnvelope(TaskContext& context, RecvBlock& block);
-  // Cancels the envelope receive of a block in a failed task, if nothing matched it yet.
+  // Gives up the envelope receive of a block in a failed task, if nothing matched it yet: it no
+  // longer counts against the peer, and takes the envelope the peer may still send.
   void GiveUpEnvelope(TaskContext& context, RecvBlock& block);
-  // False while an envelope receive being withdrawn may still be matched.
+  // Drops the parts a failed task's block will not post; false while its given-up envelope
+  // receive may still be matched.
   bool DiscardUnposted(TaskContext& context, RecvBlock& block);
   bool OnEnvelope(TaskContext& context, RecvBlock& block);
   // After a point-to-point block's envelope: the blocks its run carries take the run's envelope

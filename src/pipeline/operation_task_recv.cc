@@ -139,7 +139,7 @@ bool OperationTask::DiscardUnposted(TaskContext& context, RecvBlock& block) {
     // A point-to-point message's next envelope is posted once this one is known (ExpectNextBlocks):
     // the places after a run, or after this block, still take theirs.
     if (spec_.schedule.kind == OperationKind::kSendRecv) {
-      const uint32_t next = block.index + (LeadsRun(header) ? header.run_blocks : 1);
+      const uint64_t next = uint64_t{block.index} + (LeadsRun(header) ? header.run_blocks : 1);
       if (next < BlockCount(spec_.schedule.recvs[block.step].count, spec_.block_elements)) {
         RecvBlock& following = recv_blocks_[recv_step_first_[block.step] + next];
         if (following.envelope_request == nullptr) {
@@ -227,10 +227,12 @@ bool OperationTask::OnEnvelope(TaskContext& context, RecvBlock& block) {
   }
   if (envelope->kind == BlockKind::kAbandoned) {
     // No parts follow. The task fails, and its places still take their peers' envelopes.
+    const std::string failed_there =
+        envelope->failed_peer >= 0 ? absl::StrCat(", and peer ", envelope->failed_peer, " had failed there") : "";
     FailBlock("recv", block.step, block.index,
               absl::AbortedError(absl::StrCat("peer ", step.peer, " gave up its call before it sent this block (its call "
                                               "failed there with ", absl::StatusCodeToString(envelope->abandoned_code),
-                                              "; its own error says why)")));
+                                              failed_there, "; its own error says why)")));
     return true;
   }
   // Runs carry point-to-point messages only (collectives go block by block; a receive of a
@@ -513,7 +515,10 @@ bool OperationTask::RetireRecv(TaskContext& context, RecvBlock& block) {
     // Sends still read this block's buffers; after a failure only those already started do.
     if (status_.ok()) return false;
     for (SendBlock& send : send_blocks_) {
-      if ((send.stage == SendStage::kEncoding || send.stage == SendStage::kSending) && SourceBlock(send) == &block) return false;
+      if ((send.stage == SendStage::kEncoding || send.stage == SendStage::kSending) && !send.abandoned &&
+          SourceBlock(send) == &block) {
+        return false;
+      }
     }
   }
   const int peer = spec_.schedule.recvs[block.step].peer;

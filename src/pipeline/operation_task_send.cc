@@ -138,9 +138,12 @@ void OperationTask::SendAbandoned(TaskContext& context, SendBlock& block) {
   // Every place of a call sends one envelope (envelope.h): its receiver fails at once, naming
   // this rank, instead of waiting until op_timeout and then failing the link, and the next calls
   // on the link pair as they should.
-  block.envelope = EncodeEnvelope(BlockEnvelope(block, BlockKind::kAbandoned));
+  Envelope envelope = BlockEnvelope(block, BlockKind::kAbandoned);
+  envelope.failed_peer = context.lanes->FirstFailedPeer();
+  block.envelope = EncodeEnvelope(envelope);
   PostSend(context, block, block.envelope.data(), kEnvelopeBytes, MemoryType::kHost, kEnvelopeStream);
   block.stage = SendStage::kSending;
+  block.abandoned = true;
   TraceBlock("send", block.step, block.index, "abandoned");
 }
 

@@ -53,6 +53,13 @@ absl::Status TransportLanes::FirstPeerFailure() {
   return absl::OkStatus();
 }
 
+int TransportLanes::FirstFailedPeer() {
+  for (auto& lane : lanes_) {
+    if (const int peer = lane->FirstFailedPeer(); peer >= 0) return peer;
+  }
+  return -1;
+}
+
 void TransportLanes::Abort(const absl::Status& why) {
   for (auto& lane : lanes_) lane->Abort(why);
 }

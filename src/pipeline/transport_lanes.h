@@ -50,6 +50,7 @@ class TransportLanes {
   // Transport's calls of the same names, over every lane.
   absl::Status PrepareDeviceStaging(int device);
   absl::Status FirstPeerFailure();
+  int FirstFailedPeer();  // its rank, or -1
   // On one lane: every lane's transport has every peer's bootstrap connection, and a failure
   // one lane sees is every lane's.
   void WatchPeers(bool on) { lanes_[0]->WatchPeers(on); }

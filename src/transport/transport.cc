@@ -312,6 +312,12 @@ absl::Status Transport::FirstPeerFailure() {
   return first_peer_failure_;
 }
 
+int Transport::FirstFailedPeer() {
+  if (!any_peer_failed_.load(std::memory_order_acquire)) return -1;
+  absl::MutexLock lock(&mutex_);
+  return first_failed_peer_;
+}
+
 void Transport::SetPeerFailureListener(PeerFailureListener listener) {
   absl::MutexLock lock(&mutex_);
   peer_failure_listener_ = std::move(listener);

@@ -106,6 +106,8 @@ class Transport {
   // OK. Operations that involve every rank (collectives) fail with it even when they do not
   // talk to that peer themselves. Any thread; cheap while no peer has failed.
   absl::Status FirstPeerFailure();
+  // That peer's rank, or -1. Any thread.
+  int FirstFailedPeer();
 
   // While on, the progress thread watches every peer's bootstrap connection (within about
   // 100 ms of a hang-up) even with no transfer of its own in flight. Its user turns it on while
@@ -245,6 +247,7 @@ class Transport {
   absl::Status aborted_ ABSL_GUARDED_BY(mutex_);
   bool abort_pending_ ABSL_GUARDED_BY(mutex_) = false;
   absl::Status first_peer_failure_ ABSL_GUARDED_BY(mutex_);
+  int first_failed_peer_ ABSL_GUARDED_BY(mutex_) = -1;
   std::vector<std::pair<int, absl::Status>> reported_failures_ ABSL_GUARDED_BY(mutex_);
   std::vector<std::shared_ptr<Request>> give_ups_ ABSL_GUARDED_BY(mutex_);  // GiveUpRecv's
   std::vector<std::pair<int, OpTag>> discards_ ABSL_GUARDED_BY(mutex_);     // Discard's

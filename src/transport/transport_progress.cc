@@ -647,7 +647,7 @@ void Transport::FailPeer(int rank, const absl::Status& why) {
     PeerFailureListener listener;
     {
       absl::MutexLock lock(&mutex_);
-      if (first_peer_failure_.ok()) first_peer_failure_ = why;
+      if (first_peer_failure_.ok()) first_peer_failure_ = why, first_failed_peer_ = rank;
       any_peer_failed_.store(true, std::memory_order_release);
       if (!absl::IsCancelled(why)) listener = peer_failure_listener_;
     }

@@ -105,11 +105,28 @@ TEST(Envelope, AnAbandonedBlockCarriesItsSendersFailureAndNoOtherDoes) {
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(out->kind, BlockKind::kAbandoned);
   EXPECT_EQ(out->abandoned_code, absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(out->failed_peer, -1);
   EXPECT_EQ(out->block_index, 2u);
+  // The peer its sender saw fail, and any reduction byte (a call refused for its operator).
+  abandoned.failed_peer = 70'000;
+  abandoned.op = static_cast<ReduceOp>(200);
+  out = DecodeEnvelope(EncodeEnvelope(abandoned).data());
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(out->failed_peer, 70'000);
+  EXPECT_EQ(static_cast<int>(out->op), 200);
+  Envelope in_a_run = abandoned;
+  in_a_run.run_blocks = 3;
+  EXPECT_EQ(DecodeEnvelope(EncodeEnvelope(in_a_run).data()).status().code(), absl::StatusCode::kDataLoss);
   abandoned.abandoned_code = absl::StatusCode::kOk;
   EXPECT_EQ(DecodeEnvelope(EncodeEnvelope(abandoned).data()).status().code(), absl::StatusCode::kDataLoss);
   Envelope plain{.kind = BlockKind::kPlain};
   plain.abandoned_code = absl::StatusCode::kAborted;
+  EXPECT_EQ(DecodeEnvelope(EncodeEnvelope(plain).data()).status().code(), absl::StatusCode::kDataLoss);
+  plain.abandoned_code = absl::StatusCode::kOk;
+  plain.failed_peer = 3;
+  EXPECT_EQ(DecodeEnvelope(EncodeEnvelope(plain).data()).status().code(), absl::StatusCode::kDataLoss);
+  plain.failed_peer = -1;
+  plain.op = static_cast<ReduceOp>(200);
   EXPECT_EQ(DecodeEnvelope(EncodeEnvelope(plain).data()).status().code(), absl::StatusCode::kDataLoss);
   auto beyond = EncodeEnvelope(Envelope{.kind = BlockKind::kAbandoned});
   beyond[84] = 17;  // past absl::StatusCode's codes
