@@ -217,7 +217,9 @@ bool OperationTask::finished() const {
 }
 
 bool OperationTask::waits_on_gpu() const {
-  if (spec_.input_ready != nullptr && !input_seen_ready_) return true;
+  // A failed task never looks at its input again: polling for it would spin the engine while
+  // the task's given-up receives wait (up to op_timeout).
+  if (status_.ok() && spec_.input_ready != nullptr && !input_seen_ready_) return true;
   if (copies_ == CopyStage::kRunning) return true;
   // A host job wakes the pipeline thread itself when it is done.
   for (const SendBlock& block : send_blocks_) {

@@ -315,6 +315,11 @@ class OperationTask {
   // receive may still be matched.
   bool DiscardUnposted(TaskContext& context, RecvBlock& block);
   bool OnEnvelope(TaskContext& context, RecvBlock& block);
+  // OK when `envelope` is the one this block's place pairs with as far as the two calls go
+  // (operation, counts, type, operator, root, ordinal, unplaced calls); else the error naming
+  // both sides, after which the link is out of step (MarkOutOfStep).
+  absl::Status PairingMismatch(const Envelope& envelope, const RecvBlock& block) const;
+  void MarkOutOfStep(int peer);
   // After a point-to-point block's envelope: the blocks its run carries take the run's envelope
   // for their own, and the envelope of the block after them is posted.
   void ExpectNextBlocks(TaskContext& context, const RecvBlock& block);

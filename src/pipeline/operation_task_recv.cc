@@ -136,9 +136,14 @@ bool OperationTask::DiscardUnposted(TaskContext& context, RecvBlock& block) {
     absl::StatusOr<Envelope> decoded = DecodeEnvelope(block.envelope.data());
     if (!decoded.ok()) return true;
     header = *decoded;
+    // Taken by a given-up receive, it is checked all the same: one that is not this place's
+    // message (the peer's call differs) leaves the link out of step, as OnEnvelope would, and
+    // the chain stops there rather than take the peer's next messages for this one's blocks.
+    const bool pairs = PairingMismatch(header, block).ok();
+    if (!pairs) MarkOutOfStep(spec_.schedule.recvs[block.step].peer);
     // A point-to-point message's next envelope is posted once this one is known (ExpectNextBlocks):
     // the places after a run, or after this block, still take theirs.
-    if (spec_.schedule.kind == OperationKind::kSendRecv) {
+    if (pairs && spec_.schedule.kind == OperationKind::kSendRecv) {
       const uint64_t next = uint64_t{block.index} + (LeadsRun(header) ? header.run_blocks : 1);
       if (next < BlockCount(spec_.schedule.recvs[block.step].count, spec_.block_elements)) {
         RecvBlock& following = recv_blocks_[recv_step_first_[block.step] + next];
@@ -167,6 +172,55 @@ bool OperationTask::DiscardUnposted(TaskContext& context, RecvBlock& block) {
   return true;
 }
 
+absl::Status OperationTask::PairingMismatch(const Envelope& envelope, const RecvBlock& block) const {
+  const RecvStep& step = spec_.schedule.recvs[block.step];
+  const Schedule& mine = spec_.schedule;
+  const uint64_t elements = BlockElements(step.count, block.index);
+  const uint32_t blocks = BlockCount(step.count, spec_.block_elements);
+  // A call refused on one side only before it could take its places leaves this rank's call
+  // paired with another than the peer's, however alike the two look (Engine::MarkUnplaced).
+  if (envelope.unplaced != UnplacedOn(step.peer)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "peer ", step.peer, " counts ", envelope.unplaced, " and rank ", rank_, " ", UnplacedOn(step.peer),
+        " calls between them refused before they took their places on the link (modulo 65536): one side refused a "
+        "call that the other made, and this call pairs with another of the peer's"));
+  }
+  // A point-to-point message is checked by its count and type alone, below. A call refused for
+  // its operator took its places all the same, and its abandoned envelopes carry that operator.
+  const bool collective = mine.kind != OperationKind::kSendRecv;
+  const bool op_differs = KindReduces(mine.kind) && envelope.op != mine.op &&
+                          !(envelope.kind == BlockKind::kAbandoned && !IsValidReduceOp(static_cast<uint8_t>(envelope.op)));
+  if (envelope.operation != mine.kind ||
+      (collective && (envelope.operation_count != mine.count || envelope.root != mine.root ||
+                      envelope.dtype != spec_.dtype || op_differs))) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "peer ", step.peer, " called ",
+        DescribeOperation(envelope.operation, envelope.operation_count, envelope.dtype, envelope.op, envelope.root),
+        " where rank ", rank_, " called ", DescribeOperation(mine.kind, mine.count, spec_.dtype, mine.op, mine.root)));
+  }
+  if (collective && envelope.collective_ordinal != mine.ordinal) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "peer ", step.peer, " sent this for its collective call ", envelope.collective_ordinal, " where rank ", rank_,
+        " waits for that of its call ", mine.ordinal, " (counted from 0, modulo 2^32): the ranks disagreed in an "
+        "earlier call, which left a message on the link"));
+  }
+  if (envelope.dtype != spec_.dtype || envelope.message_count != step.count || envelope.block_index != block.index ||
+      envelope.block_count != blocks || envelope.block_elements != elements) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "the sender sent ", envelope.message_count, " elements of ", DataTypeName(envelope.dtype), " (block ",
+        envelope.block_index, " of ", envelope.block_count, ", ", envelope.block_elements,
+        " elements) where this receive expects ", step.count, " elements of ", DataTypeName(spec_.dtype), " (block ",
+        block.index, " of ", blocks, ", ", elements, " elements)"));
+  }
+  return absl::OkStatus();
+}
+
+void OperationTask::MarkOutOfStep(int peer) {
+  out_of_step_.emplace_back(peer, absl::FailedPreconditionError(absl::StrCat(
+                                      "rank ", rank_, ": receives from peer ", peer,
+                                      " are out of step after a mismatched receive")));
+}
+
 bool OperationTask::OnEnvelope(TaskContext& context, RecvBlock& block) {
   // A point-to-point block's envelope is posted once the one before it has arrived.
   if (block.envelope_request == nullptr || !block.envelope_request->Test()) return false;
@@ -185,45 +239,10 @@ bool OperationTask::OnEnvelope(TaskContext& context, RecvBlock& block) {
   const uint64_t elements = BlockElements(step.count, block.index);
   const size_t width = ElementSize(spec_.dtype);
   const uint32_t blocks = BlockCount(step.count, spec_.block_elements);
-  auto mismatch = [&](absl::Status why) {
-    out_of_step_.emplace_back(step.peer, absl::FailedPreconditionError(absl::StrCat(
-                                             "rank ", rank_, ": receives from peer ", step.peer,
-                                             " are out of step after a mismatched receive")));
+  if (absl::Status why = PairingMismatch(*envelope, block); !why.ok()) {
+    MarkOutOfStep(step.peer);
     FailBlock("recv", block.step, block.index, why);
     return true;
-  };
-  // A call refused on one side only before it could take its places leaves this rank's call
-  // paired with another than the peer's, however alike the two look (Engine::MarkUnplaced).
-  if (envelope->unplaced != UnplacedOn(step.peer)) {
-    return mismatch(absl::FailedPreconditionError(absl::StrCat(
-        "peer ", step.peer, " counts ", envelope->unplaced, " and rank ", rank_, " ", UnplacedOn(step.peer),
-        " calls between them refused before they took their places on the link (modulo 65536): one side refused a "
-        "call that the other made, and this call pairs with another of the peer's")));
-  }
-  // A point-to-point message is checked by its count and type alone, below.
-  const bool collective = mine.kind != OperationKind::kSendRecv;
-  const bool reduces = KindReduces(mine.kind);
-  if (envelope->operation != mine.kind ||
-      (collective && (envelope->operation_count != mine.count || envelope->root != mine.root ||
-                      envelope->dtype != spec_.dtype || (reduces && envelope->op != mine.op)))) {
-    return mismatch(absl::InvalidArgumentError(absl::StrCat(
-        "peer ", step.peer, " called ",
-        DescribeOperation(envelope->operation, envelope->operation_count, envelope->dtype, envelope->op, envelope->root),
-        " where rank ", rank_, " called ", DescribeOperation(mine.kind, mine.count, spec_.dtype, mine.op, mine.root))));
-  }
-  if (collective && envelope->collective_ordinal != mine.ordinal) {
-    return mismatch(absl::FailedPreconditionError(absl::StrCat(
-        "peer ", step.peer, " sent this for its collective call ", envelope->collective_ordinal, " where rank ", rank_,
-        " waits for that of its call ", mine.ordinal, " (counted from 0, modulo 2^32): the ranks disagreed in an "
-        "earlier call, which left a message on the link")));
-  }
-  if (envelope->dtype != spec_.dtype || envelope->message_count != step.count || envelope->block_index != block.index ||
-      envelope->block_count != blocks || envelope->block_elements != elements) {
-    return mismatch(absl::InvalidArgumentError(absl::StrCat(
-        "the sender sent ", envelope->message_count, " elements of ", DataTypeName(envelope->dtype), " (block ",
-        envelope->block_index, " of ", envelope->block_count, ", ", envelope->block_elements,
-        " elements) where this receive expects ", step.count, " elements of ", DataTypeName(spec_.dtype), " (block ",
-        block.index, " of ", blocks, ", ", elements, " elements)")));
   }
   if (envelope->kind == BlockKind::kAbandoned) {
     // No parts follow. The task fails, and its places still take their peers' envelopes.
@@ -264,7 +283,7 @@ bool OperationTask::OnEnvelope(TaskContext& context, RecvBlock& block) {
     block.plan = *plan;
   }
   block.stage = RecvStage::kParts;
-  if (!collective) ExpectNextBlocks(context, block);
+  if (mine.kind == OperationKind::kSendRecv) ExpectNextBlocks(context, block);
   return true;
 }
 

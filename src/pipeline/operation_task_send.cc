@@ -139,7 +139,8 @@ void OperationTask::SendAbandoned(TaskContext& context, SendBlock& block) {
   // this rank, instead of waiting until op_timeout and then failing the link, and the next calls
   // on the link pair as they should.
   Envelope envelope = BlockEnvelope(block, BlockKind::kAbandoned);
-  envelope.failed_peer = context.lanes->FirstFailedPeer();
+  // A collective fails once any peer has: name it, so that every rank names a dead one.
+  if (spec_.schedule.kind != OperationKind::kSendRecv) envelope.failed_peer = context.lanes->FirstFailedPeer();
   block.envelope = EncodeEnvelope(envelope);
   PostSend(context, block, block.envelope.data(), kEnvelopeBytes, MemoryType::kHost, kEnvelopeStream);
   block.stage = SendStage::kSending;
@@ -395,7 +396,10 @@ bool OperationTask::StartDeviceFrame(TaskContext& context, SendBlock& block, con
   if (status.ok()) status = slot->RecordCodecDone();
   if (!status.ok()) {
     FailBlock("send", block.step, block.index, status);
-    SendAbandoned(context, block);  // retires once posted, giving back the slot when its stream is idle
+    // What was queued before the failure may still read the caller's input, and an abandoned
+    // block does not keep the call from being reported.
+    cudaStreamSynchronize(slot->stream);
+    SendAbandoned(context, block);
     return true;
   }
   block.stage = SendStage::kEncoding;

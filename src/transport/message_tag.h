@@ -9,7 +9,10 @@
 namespace ucclzip::transport {
 
 inline constexpr int kMaxRanks = 1 << 12;
-inline constexpr uint32_t kMaxSequence = (1u << 20) - 1;  // sequences wrap; ops in flight never span a wrap
+// Sequences wrap; ops in flight never span a wrap, but for a receive its caller gave up on
+// (GiveUpRecv) or a discard (Discard), which stay up to op_timeout: a link that carries 2^20
+// blocks within op_timeout of a failed call could see them take a later message (TRANSPORT.md).
+inline constexpr uint32_t kMaxSequence = (1u << 20) - 1;
 inline constexpr uint32_t kMaxStream = (1u << 7) - 1;
 inline constexpr uint32_t kMaxBlocks = 1u << 16;
 

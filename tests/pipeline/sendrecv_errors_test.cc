@@ -352,6 +352,51 @@ TEST(PipelineErrors, ARecvThatTimedOutDoesNotFailItsPeerAtTheOperationTimeoutLat
   }));
 }
 
+// A Recv of 3 blocks fails by its timeout before anything comes; rank 0 then sends four Sends of
+// 10 words each (the program's pairing is off by one: the first was meant for the failed Recv).
+// The failed Recv's given-up envelope receive takes the first Send's envelope; it is not a
+// message of 3 blocks, so the link is out of step and rank 1's next Recv fails saying so.
+// Until a review of session 39 the given-up chain followed the envelope's run and took the next
+// two Sends for the failed Recv's blocks 1 and 2, and rank 1's next Recv returned success with
+// the fourth Send's words.
+TEST(PipelineErrors, AGivenUpRecvTakesOnlyItsOwnMessage) {
+  ExpectRanksSucceeded(RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
+    auto comm = CreateCommunicator(context, ShortTimeoutOptions());  // 256 KB pipeline blocks
+    if (!comm.ok()) return comm.status();
+    Communicator& c = **comm;
+    transport::Bootstrap& bootstrap = internal::CommunicatorAccess::BootstrapOf(c);
+    constexpr size_t kThreeBlocks = 3 * 65536, kWords = 10;
+    if (context.rank == 1) {
+      std::vector<uint32_t> large(kThreeBlocks);
+      const absl::Status timed_out =
+          c.Recv(large.data(), large.size(), DataType::kUint32, 0, nullptr, RecvOptions{.timeout = absl::Milliseconds(100)})
+              .Wait(absl::Seconds(20));
+      if (absl::Status s = ExpectError(timed_out, absl::StatusCode::kDeadlineExceeded, {"rank 1"}, "the 3-block recv");
+          !s.ok()) {
+        return s;
+      }
+    }
+    if (absl::Status s = bootstrap.Barrier(absl::Now() + absl::Seconds(20)); !s.ok()) return s;
+    if (context.rank == 0) {
+      for (uint32_t value = 1; value <= 4; ++value) {
+        std::vector<uint32_t> words(kWords, value);
+        if (absl::Status s = WaitOk(c.Send(words.data(), kWords, DataType::kUint32, 1, nullptr), "a send"); !s.ok()) return s;
+      }
+      return bootstrap.Barrier(absl::Now() + absl::Seconds(20));
+    }
+    // The four Sends have been taken (eagerly) by now, whatever took them.
+    absl::SleepFor(absl::Milliseconds(500));
+    std::vector<uint32_t> words(kWords, 0);
+    const absl::Status next = c.Recv(words.data(), kWords, DataType::kUint32, 0, nullptr).Wait(absl::Seconds(10));
+    if (next.ok()) return absl::InternalError(absl::StrCat("the next recv succeeded with ", words[0]));
+    if (absl::Status s = ExpectError(next, absl::StatusCode::kFailedPrecondition, {"rank 1", "out of step"}, "the next recv");
+        !s.ok()) {
+      return s;
+    }
+    return bootstrap.Barrier(absl::Now() + absl::Seconds(20));
+  }));
+}
+
 // While a call is pending, the engine has its transport watch the peers' bootstrap connections:
 // a call waiting on local work (its stream, a codec) with every receive done has no transfer
 // through which to see a peer exit (s37-1, docs/PIPELINE.md). Idle, it has it stop, so that peers
