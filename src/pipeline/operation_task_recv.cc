@@ -137,13 +137,12 @@ bool OperationTask::DiscardUnposted(TaskContext& context, RecvBlock& block) {
     if (!decoded.ok()) return true;
     header = *decoded;
     // Taken by a given-up receive, it is checked all the same: one that is not this place's
-    // message (the peer's call differs) leaves the link out of step, as OnEnvelope would, and
-    // the chain stops there rather than take the peer's next messages for this one's blocks.
-    const bool pairs = PairingMismatch(header, block).ok();
-    if (!pairs) MarkOutOfStep(spec_.schedule.recvs[block.step].peer);
+    // message (the peer's call differs) leaves the link out of step, as OnEnvelope would, so
+    // that the calls made after it fail rather than pair with the peer's later messages.
+    if (!PairingMismatch(header, block).ok()) MarkOutOfStep(spec_.schedule.recvs[block.step].peer);
     // A point-to-point message's next envelope is posted once this one is known (ExpectNextBlocks):
-    // the places after a run, or after this block, still take theirs.
-    if (pairs && spec_.schedule.kind == OperationKind::kSendRecv) {
+    // the places after the sender's run, or after this block, still take what it sends there.
+    if (spec_.schedule.kind == OperationKind::kSendRecv) {
       const uint64_t next = uint64_t{block.index} + (LeadsRun(header) ? header.run_blocks : 1);
       if (next < BlockCount(spec_.schedule.recvs[block.step].count, spec_.block_elements)) {
         RecvBlock& following = recv_blocks_[recv_step_first_[block.step] + next];
@@ -186,10 +185,12 @@ absl::Status OperationTask::PairingMismatch(const Envelope& envelope, const Recv
         "call that the other made, and this call pairs with another of the peer's"));
   }
   // A point-to-point message is checked by its count and type alone, below. A call refused for
-  // its operator took its places all the same, and its abandoned envelopes carry that operator.
+  // its operator took its places all the same: its abandoned envelopes carry that operator, and
+  // its own given-up receives compare it with the peers'.
   const bool collective = mine.kind != OperationKind::kSendRecv;
   const bool op_differs = KindReduces(mine.kind) && envelope.op != mine.op &&
-                          !(envelope.kind == BlockKind::kAbandoned && !IsValidReduceOp(static_cast<uint8_t>(envelope.op)));
+                          IsValidReduceOp(static_cast<uint8_t>(envelope.op)) &&
+                          IsValidReduceOp(static_cast<uint8_t>(mine.op));
   if (envelope.operation != mine.kind ||
       (collective && (envelope.operation_count != mine.count || envelope.root != mine.root ||
                       envelope.dtype != spec_.dtype || op_differs))) {
