@@ -69,8 +69,12 @@ ncclResult_t Enqueue(ncclComm* comm, cudaStream_t stream, const char* function, 
       return ReportInGroup(status);
     }
   }
+  if (grouped) {
+    TrackAtGroupEnd(comm, operation);
+    return ncclSuccess;
+  }
   comm->Track(operation);
-  if (grouped || stream != nullptr) return ncclSuccess;
+  if (stream != nullptr) return ncclSuccess;
   return Report(operation.Wait());
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <exception>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -20,6 +21,7 @@ struct Group {
   bool wait_at_end = false;
   std::vector<DeferredStep> deferred;
   absl::Status error;  // the first call of the group that failed at once
+  std::vector<std::pair<ncclComm*, Operation>> calls;  // TrackAtGroupEnd's
 };
 
 thread_local Group group;
@@ -84,6 +86,8 @@ bool GroupHolds(const ncclComm* comm) {
 
 void DeferToGroupEnd(DeferredStep step) { group.deferred.push_back(std::move(step)); }
 
+void TrackAtGroupEnd(ncclComm* comm, const Operation& operation) { group.calls.emplace_back(comm, operation); }
+
 ncclResult_t ReportInGroup(const absl::Status& status) {
   if (InGroup()) group.error.Update(status);
   return Report(status);
@@ -111,6 +115,18 @@ ncclResult_t GroupEnd() {
     // the group too (argument errors, which only those calls and this GroupEnd return), and
     // each posted call's own Operation is tracked already (Enqueue).
     for (ncclComm* comm : ended.comms) posted.push_back(comm->communicator->GroupEnd());
+  }
+  // Calls that posting the group refused have failed by now; they are argument errors, which
+  // only this GroupEnd returns (until session 40 a group on streams returned success, and the
+  // refusal surfaced only as the communicator's async error).
+  for (const auto& [comm, operation] : ended.calls) {
+    if (operation.Test()) {
+      if (absl::Status failed = operation.Wait(absl::ZeroDuration()); !failed.ok()) {
+        status.Update(failed);
+        if (ResultOf(failed) != ncclRemoteError) continue;
+      }
+    }
+    comm->Track(operation);
   }
   if (ended.wait_at_end) {
     for (const Operation& operation : posted) status.Update(operation.Wait());

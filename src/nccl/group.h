@@ -11,6 +11,7 @@
 #include <functional>
 
 #include "absl/status/status.h"
+#include "ucclzip/communicator.h"
 
 namespace ucclzip::nccl {
 
@@ -34,6 +35,12 @@ struct DeferredStep {
 
 // Runs `step` at the outermost ncclGroupEnd, concurrently with the group's other deferred steps.
 void DeferToGroupEnd(DeferredStep step);
+
+// Keeps a grouped call's Operation for the outermost ncclGroupEnd, which returns the failure of a
+// call refused when the group is posted (a self-send without its receive, calls that race for a
+// buffer: argument errors, not the communicator's) and has `comm` track the others for its
+// async error, as Enqueue does for a call outside a group.
+void TrackAtGroupEnd(ncclComm* comm, const Operation& operation);
 
 // Reports a call's failure as Report does and, inside a group, keeps the group's first such
 // failure for the outermost ncclGroupEnd to return, as NCCL does (ncclGroupErrCheck).

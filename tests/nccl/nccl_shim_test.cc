@@ -21,6 +21,7 @@
 #include "nccl/comm.h"
 #include "nccl/environment.h"
 #include "nccl/status.h"
+#include "gpu_test.h"
 #include "nccl_one_rank.h"
 #include "ucclzip/communicator.h"
 
@@ -134,6 +135,37 @@ TEST_F(NcclOneRank, ACallRefusedInAGroupFailsItsGroupEnd) {
   }
 }
 
+// Some calls are refused only when their group is posted, at ncclGroupEnd: a self-send without
+// its receive, calls that race for a buffer. On a stream the group's end does not wait for its
+// calls, and until session 40 it returned success for them: the refusal surfaced only as the
+// communicator's async error, and the stream ran on as if the call had been made (found by
+// review). It must fail the group's end, as any argument error does, and not the communicator.
+class NcclOneRankDevice : public NcclOneRank {};
+
+TEST_F(NcclOneRankDevice, ACallRefusedWhenItsGroupIsPostedFailsTheGroupsEndOnAStream) {
+  UCCLZIP_SKIP_WITHOUT_GPU();
+  ASSERT_EQ(cudaSetDevice(0), cudaSuccess);
+  cudaStream_t stream = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), cudaSuccess);
+  void* data = nullptr;
+  ASSERT_EQ(cudaMalloc(&data, 4096), cudaSuccess);
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  EXPECT_EQ(ncclSend(data, 1024, ncclFloat32, 0, comm_, stream), ncclSuccess) << LastError();
+  EXPECT_EQ(ncclGroupEnd(), ncclInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(LastError(), "send to peer 0")) << LastError();
+  ncclResult_t async = ncclInternalError;
+  EXPECT_EQ(ncclCommGetAsyncError(comm_, &async), ncclSuccess);
+  EXPECT_EQ(async, ncclSuccess);
+  // The communicator goes on: a paired self-transfer on the same stream runs.
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  EXPECT_EQ(ncclSend(data, 512, ncclFloat32, 0, comm_, stream), ncclSuccess) << LastError();
+  EXPECT_EQ(ncclRecv(static_cast<float*>(data) + 512, 512, ncclFloat32, 0, comm_, stream), ncclSuccess) << LastError();
+  EXPECT_EQ(ncclGroupEnd(), ncclSuccess) << LastError();
+  EXPECT_EQ(cudaStreamSynchronize(stream), cudaSuccess);
+  cudaFree(data);
+  cudaStreamDestroy(stream);
+}
+
 // ncclCommInitAll creates its ranks on a thread each at the group's end. A process out of
 // threads used to end there (an uncaught std::system_error); now no creation runs and the call
 // fails, naming why. The child (a fresh process: gtest's threadsafe death test) runs as
@@ -149,7 +181,8 @@ TEST(NcclGroupEnd, AProcessOutOfThreadsGetsAnErrorNotAnAbort) {
     };
     const auto open_before = open_descriptors();
     ncclComm_t comms[2] = {nullptr, nullptr};
-    const ncclResult_t result = ncclCommInitAll(comms, 2, nullptr);
+    const int devices[2] = {0, 0};  // any machine with a GPU has device 0
+    const ncclResult_t result = ncclCommInitAll(comms, 2, devices);
     std::fprintf(stderr, "result %d: %s\n", static_cast<int>(result), LastError());
     if (result != ncclSystemError) _exit(1);
     // The id's listening socket, which rank 0's creation would have taken, is not left open.
@@ -216,11 +249,14 @@ TEST(NcclAsyncError, ACommunicatorWhoseCreationFailedInAGroupReportsIt) {
 // operation timeout and then report the failures so far, which were none for a receive that
 // fails only a moment after that (its timeout counts from when it stopped making progress).
 // The receive is posted through the C++ API: the shim's own calls on host buffers return only
-// once they are done.
+// once they are done. Both ranks name device 0, which a machine with a GPU has (the buffers are
+// the host's): by default rank 1 would take device 1, which failed the test on a one-GPU machine
+// (H100 run s40-1).
 TEST(NcclFinalize, NeverSucceedsWhileAnOperationIsStillRunning) {
   setenv("UCCLZIP_OP_TIMEOUT", "0.5", 1);
   ncclComm_t comms[2] = {nullptr, nullptr};
-  const ncclResult_t created = ncclCommInitAll(comms, 2, nullptr);
+  const int devices[2] = {0, 0};
+  const ncclResult_t created = ncclCommInitAll(comms, 2, devices);
   unsetenv("UCCLZIP_OP_TIMEOUT");
   ASSERT_EQ(created, ncclSuccess) << LastError();
   std::vector<float> never_sent(1024, 1.0f);
