@@ -39,6 +39,18 @@ absl::Status ExpectRecvTimedOut(const absl::Status& status, absl::Duration took,
   return absl::OkStatus();
 }
 
+// Rank 1 receives `count` words from rank 0 with a call timeout that must fire (nothing is sent
+// to it in time), as ExpectRecvTimedOut checks, with an error that names the receive's size.
+absl::Status RecvThatTimesOut(Communicator& c, uint32_t* words, size_t count, absl::Duration timeout,
+                              const char* what) {
+  const absl::Time start = absl::Now();
+  const absl::Status status =
+      c.Recv(words, count, DataType::kUint32, 0, nullptr, RecvOptions{.timeout = timeout}).Wait(absl::Seconds(20));
+  if (absl::Status s = ExpectRecvTimedOut(status, absl::Now() - start, timeout, what); !s.ok()) return s;
+  return ExpectError(status, absl::StatusCode::kDeadlineExceeded, {absl::StrCat("(", count, " elements of uint32")},
+                     what);
+}
+
 struct Mismatch {
   std::string name;
   DataType send_type;
@@ -257,13 +269,7 @@ TEST(PipelineErrors, BadArgumentsFailAtOnceAndATimeoutFires) {
     }
     if (absl::Now() - start > absl::Seconds(2)) return absl::InternalError("the recv matching a refused send waited");
     if (context.rank == 1) {
-      absl::Status status = c.Recv(&word, 1, DataType::kUint32, 0, nullptr, RecvOptions{.timeout = absl::Milliseconds(200)})
-                                .Wait(absl::Seconds(20));
-      if (absl::Status s = ExpectError(status, absl::StatusCode::kDeadlineExceeded,
-                                       {"rank 1: recv from peer 0 (1 elements of uint32", "timeout"}, "per-call timeout");
-          !s.ok()) {
-        return s;
-      }
+      return RecvThatTimesOut(c, &word, 1, absl::Milliseconds(200), "per-call timeout");
     }
     return absl::OkStatus();
   }));
@@ -319,10 +325,7 @@ TEST(PipelineErrors, ARecvThatTimedOutDoesNotFailItsPeerAtTheOperationTimeoutLat
     uint32_t word = 0;
     std::vector<uint32_t> late(size_t{1} << 20, 7);
     if (context.rank == 1) {
-      const absl::Status timed_out =
-          c.Recv(late.data(), late.size(), DataType::kUint32, 0, nullptr, RecvOptions{.timeout = absl::Milliseconds(200)})
-              .Wait(absl::Seconds(20));
-      if (absl::Status s = ExpectError(timed_out, absl::StatusCode::kDeadlineExceeded, {"rank 1"}, "the recv");
+      if (absl::Status s = RecvThatTimesOut(c, late.data(), late.size(), absl::Milliseconds(200), "the recv");
           !s.ok()) {
         return s;
       }
@@ -367,10 +370,7 @@ TEST(PipelineErrors, AGivenUpRecvThatTakesAnotherMessageLeavesTheLinkOutOfStep) 
     constexpr size_t kThreeBlocks = 3 * 65536, kWords = 10;
     if (context.rank == 1) {
       std::vector<uint32_t> large(kThreeBlocks);
-      const absl::Status timed_out =
-          c.Recv(large.data(), large.size(), DataType::kUint32, 0, nullptr, RecvOptions{.timeout = absl::Milliseconds(100)})
-              .Wait(absl::Seconds(20));
-      if (absl::Status s = ExpectError(timed_out, absl::StatusCode::kDeadlineExceeded, {"rank 1"}, "the 3-block recv");
+      if (absl::Status s = RecvThatTimesOut(c, large.data(), large.size(), absl::Milliseconds(100), "the 3-block recv");
           !s.ok()) {
         return s;
       }
