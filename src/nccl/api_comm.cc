@@ -4,9 +4,11 @@
 #include <nccl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
+#include "nccl/clique.h"
 #include "nccl/comm.h"
 #include "nccl/environment.h"
 #include "nccl/group.h"
@@ -66,18 +68,20 @@ void CloseRankZeroListener(const ncclUniqueId& id, int nranks) {
 }
 
 ncclResult_t InitRank(ncclComm_t* comm, int nranks, const ncclUniqueId& id, int rank, const ncclConfig_t* config) {
-  if (comm == nullptr) return Report(absl::InvalidArgumentError("ncclCommInitRank: comm is NULL"));
+  // Inside a group its argument errors fail the group's end too, as NCCL's (ncclGroupErrCheck).
+  if (comm == nullptr) return ReportInGroup(absl::InvalidArgumentError("ncclCommInitRank: comm is NULL"));
   *comm = nullptr;
   if (nranks < 1 || rank < 0 || rank >= nranks) {
-    return Report(absl::InvalidArgumentError(
+    return ReportInGroup(absl::InvalidArgumentError(
         absl::StrCat("ncclCommInitRank: rank ", rank, " is not a rank of a world of ", nranks)));
   }
   if (config != nullptr && config->magic != kConfigMagic) {
-    return Report(absl::InvalidArgumentError(
+    return ReportInGroup(absl::InvalidArgumentError(
         "ncclCommInitRankConfig: the config was not initialised with NCCL_CONFIG_INITIALIZER"));
   }
   auto created = std::make_unique<ncclComm>();
   created->cuda_device = CurrentCudaDevice();
+  std::copy(std::begin(id.internal), std::end(id.internal), created->clique.begin());
   ncclComm* raw = created.get();
   if (InGroup()) {
     raw->creating.store(true);
@@ -121,15 +125,17 @@ ncclResult_t Destroy(ncclComm_t comm, bool abort, const char* function) {
     // Operations still running when the wait gave up end with the communicator: the caller
     // learns so, though the handle is gone either way.
     absl::Status outcome = why;
+    const bool aborting = abort || !why.ok();
     if (comm->communicator != nullptr) {
-      if (abort || !why.ok()) {
+      if (aborting) {
         comm->communicator->Abort();
       } else {
         outcome = comm->WaitForAll(comm->communicator->options().op_timeout, function);
       }
     }
     UnregisterLive(comm);
-    delete comm;
+    // One whose creation failed has nothing to wait for.
+    EndWithItsClique(comm, aborting || comm->communicator == nullptr);
     return outcome;
   };
   if (InGroup()) {

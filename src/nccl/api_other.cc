@@ -18,11 +18,20 @@ ncclResult_t Unsupported(const char* function) {
       absl::StrCat(function, " is not supported by ucclzip's NCCL API (docs/NCCL_API.md)")));
 }
 
+// As Unsupported, for a call that makes a communicator: `*made` is set to NULL, as NCCL's is on
+// failure, so that a caller that destroys what it got back destroys nothing (an older handle
+// left in the variable would have been destroyed).
+ncclResult_t UnsupportedCreation(const char* function, ncclComm_t* made) {
+  if (made != nullptr) *made = nullptr;
+  return Unsupported(function);
+}
+
 }  // namespace
 }  // namespace ucclzip::nccl
 
 using ucclzip::nccl::Report;
 using ucclzip::nccl::Unsupported;
+using ucclzip::nccl::UnsupportedCreation;
 
 ncclResult_t ncclMemAlloc(void** ptr, size_t size) {
   if (ptr == nullptr) return Report(absl::InvalidArgumentError("ncclMemAlloc: ptr is NULL"));
@@ -102,12 +111,14 @@ void ncclResetDebugInit() {}
 #ifdef UCCLZIP_NCCL_DECLARES_COMM_REVOKE
 ncclResult_t ncclCommRevoke(ncclComm_t, int) { return Unsupported("ncclCommRevoke"); }
 #endif
-ncclResult_t ncclCommSplit(ncclComm_t, int, int, ncclComm_t*, ncclConfig_t*) { return Unsupported("ncclCommSplit"); }
-ncclResult_t ncclCommShrink(ncclComm_t, int*, int, ncclComm_t*, ncclConfig_t*, int) {
-  return Unsupported("ncclCommShrink");
+ncclResult_t ncclCommSplit(ncclComm_t, int, int, ncclComm_t* newcomm, ncclConfig_t*) {
+  return UnsupportedCreation("ncclCommSplit", newcomm);
 }
-ncclResult_t ncclCommInitRankScalable(ncclComm_t*, int, int, int, ncclUniqueId*, ncclConfig_t*) {
-  return Unsupported("ncclCommInitRankScalable");
+ncclResult_t ncclCommShrink(ncclComm_t, int*, int, ncclComm_t* newcomm, ncclConfig_t*, int) {
+  return UnsupportedCreation("ncclCommShrink", newcomm);
+}
+ncclResult_t ncclCommInitRankScalable(ncclComm_t* newcomm, int, int, int, ncclUniqueId*, ncclConfig_t*) {
+  return UnsupportedCreation("ncclCommInitRankScalable", newcomm);
 }
 ncclResult_t ncclCommWindowRegister(ncclComm_t, void*, size_t, ncclWindow_t*, int) {
   return Unsupported("ncclCommWindowRegister");

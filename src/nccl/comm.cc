@@ -84,6 +84,12 @@ absl::Status CheckLive(const ncclComm* comm, const char* function) {
   return absl::OkStatus();
 }
 
+bool AnyLiveRankOf(const std::array<char, NCCL_UNIQUE_ID_BYTES>& clique) {
+  absl::MutexLock lock(&Live().mutex);
+  return std::any_of(Live().live.begin(), Live().live.end(),
+                     [&](const ncclComm* comm) { return comm->clique == clique && !comm->destroying; });
+}
+
 absl::Status CheckUsable(const ncclComm* comm, const char* function) {
   if (absl::Status live = CheckLive(comm, function); !live.ok()) return live;
   if (comm->creating.load(std::memory_order_acquire)) {

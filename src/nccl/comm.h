@@ -5,6 +5,7 @@
 
 #include <nccl.h>
 
+#include <array>
 #include <atomic>
 #include <memory>
 #include <vector>
@@ -23,7 +24,12 @@ struct ncclComm {
   // polling ncclCommGetAsyncError) may look while the group's end creates it, and the creation's
   // writes (communicator, its failure) are visible once this reads false.
   std::atomic<bool> creating{false};
-  bool destroying = false;  // its destruction waits for the end of the open group
+  // Its destruction waits for the end of the open group. Atomic: another thread's destruction of
+  // a rank of its clique looks (AnyLiveRankOf).
+  std::atomic<bool> destroying{false};
+  // The ncclUniqueId it was made from: the ranks of one communicator in this process share it
+  // (clique.h).
+  std::array<char, NCCL_UNIQUE_ID_BYTES> clique{};
   int cuda_device = -1;  // -1 where no CUDA device is usable
   // Why its creation at the end of a group failed (OK otherwise): its async error from then on,
   // as NCCL's for a non-blocking communicator. Written before `creating` turns false, and read
@@ -56,6 +62,9 @@ void RegisterLive(const ncclComm* comm);
 void UnregisterLive(const ncclComm* comm);
 // OK when `comm` is live, else InvalidArgument (null included).
 absl::Status CheckLive(const ncclComm* comm, const char* function);
+
+// True if a live communicator made from `clique` is not being destroyed.
+bool AnyLiveRankOf(const std::array<char, NCCL_UNIQUE_ID_BYTES>& clique);
 
 // OK when `comm` can take operations, else InvalidArgument (null, or not live) or
 // FailedPrecondition (its creation or destruction is still pending in the open group, or its

@@ -26,12 +26,9 @@ struct Group {
 
 thread_local Group group;
 
-// Runs the steps on a thread each (every one blocks until the other ranks take part) and
-// returns the first failure. Every thread is started before any step runs: a step left without
-// a thread would leave the ranks it waits for waiting until their timeout, so where a thread
-// cannot be started (the process is out of threads or memory) none runs, each is abandoned, and
-// the call fails, where an uncaught std::system_error used to end the process.
-absl::Status RunConcurrently(std::vector<DeferredStep> steps) {
+}  // namespace
+
+absl::Status RunConcurrently(std::vector<DeferredStep> steps, const char* function) {
   absl::Mutex mutex;
   bool released = false;
   absl::Status not_started;
@@ -53,7 +50,7 @@ absl::Status RunConcurrently(std::vector<DeferredStep> steps) {
     } catch (const std::exception& failure) {  // std::system_error, or std::bad_alloc
       absl::MutexLock lock(&mutex);
       not_started = absl::ResourceExhaustedError(absl::StrCat(
-          "ncclGroupEnd: could not start a thread for each of the group's ", steps.size(),
+          function, ": could not start a thread for each of its ", steps.size(),
           " communicator creations and destructions (", threads.size(), " started: ", failure.what(), ")"));
       break;
     }
@@ -68,8 +65,6 @@ absl::Status RunConcurrently(std::vector<DeferredStep> steps) {
   for (const absl::Status& result : results) first.Update(result);
   return first;
 }
-
-}  // namespace
 
 bool InGroup() { return group.depth > 0; }
 
@@ -104,7 +99,7 @@ ncclResult_t GroupEnd() {
   Group ended = std::move(group);
   group = Group();
   absl::Status status = ended.error;
-  status.Update(RunConcurrently(std::move(ended.deferred)));
+  status.Update(RunConcurrently(std::move(ended.deferred), "ncclGroupEnd"));
   std::vector<Operation> posted;
   {
     // Every communicator's group is posted before any call waits to be done: on the direct

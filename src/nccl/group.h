@@ -9,6 +9,7 @@
 #include <nccl.h>
 
 #include <functional>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "ucclzip/communicator.h"
@@ -35,6 +36,13 @@ struct DeferredStep {
 
 // Runs `step` at the outermost ncclGroupEnd, concurrently with the group's other deferred steps.
 void DeferToGroupEnd(DeferredStep step);
+
+// Runs the steps on a thread each (every one blocks until the other ranks take part) and
+// returns the first failure. Every thread is started before any step runs: a step left without
+// a thread would leave the ranks it waits for waiting until their timeout, so where a thread
+// cannot be started (the process is out of threads or memory) none runs, each is abandoned, and
+// the call (`function`) fails, where an uncaught std::system_error used to end the process.
+absl::Status RunConcurrently(std::vector<DeferredStep> steps, const char* function);
 
 // Keeps a grouped call's Operation for the outermost ncclGroupEnd, which returns the failure of a
 // call refused when the group is posted (a self-send without its receive, calls that race for a

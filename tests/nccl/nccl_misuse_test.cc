@@ -68,9 +68,35 @@ TEST(NcclMisuse, RanksAndWorldsThatCannotBeAreRefused) {
   std::vector<ncclComm_t> many(70000);
   ExpectFails(ncclCommInitAll(many.data(), 70000, nullptr), ncclInvalidArgument, {"ncclCommInitAll", "ndev 70000", "4096"},
               "70000 ranks");
+  // Inside a group the refusal fails the group's end too, as NCCL's: a program that checks only
+  // ncclGroupEnd went on with a NULL communicator (until session 41 the end succeeded).
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ExpectFails(ncclCommInitRank(&comm, 2, id, 5), ncclInvalidArgument, {"rank 5 is not a rank of a world of 2"},
+              "a bad rank in a group");
+  ExpectFails(ncclGroupEnd(), ncclInvalidArgument, {"rank 5 is not a rank of a world of 2"}, "the group's end");
+  EXPECT_EQ(comm, nullptr);
 }
 
 class NcclMisuseOneRank : public NcclOneRank {};
+
+// The communicator creations ucclzip does not have set what they would make to NULL, as NCCL's
+// failures do: clean-up code that destroys it destroyed the variable's older handle.
+TEST_F(NcclMisuseOneRank, UnsupportedCreationsLeaveNoCommunicator) {
+  ncclComm_t made = comm_;
+  ExpectFails(ncclCommSplit(comm_, 0, 0, &made, nullptr), ncclInvalidUsage, {"ncclCommSplit", "not supported"}, "split");
+  EXPECT_EQ(made, nullptr);
+  made = comm_;
+  int excluded[1] = {0};
+  ExpectFails(ncclCommShrink(comm_, excluded, 1, &made, nullptr, NCCL_SHRINK_DEFAULT), ncclInvalidUsage,
+              {"ncclCommShrink", "not supported"}, "shrink");
+  EXPECT_EQ(made, nullptr);
+  made = comm_;
+  ncclUniqueId id;
+  std::memset(&id, 0, sizeof(id));  // not looked at
+  ExpectFails(ncclCommInitRankScalable(&made, 1, 0, 1, &id, nullptr), ncclInvalidUsage,
+              {"ncclCommInitRankScalable", "not supported"}, "scalable init");
+  EXPECT_EQ(made, nullptr);
+}
 
 TEST_F(NcclMisuseOneRank, BadCountsPeersAndRootsAreRefused) {
   float x[4] = {1, 2, 3, 4}, y[4] = {};

@@ -6,6 +6,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstring>
@@ -189,7 +190,7 @@ TEST(NcclGroupEnd, AProcessOutOfThreadsGetsAnErrorNotAnAbort) {
     _exit(open_descriptors() == open_before ? 0 : 2);
   };
   EXPECT_EXIT(init_all_out_of_threads(), ::testing::ExitedWithCode(0),
-              "result 2: ncclGroupEnd: could not start a thread for each of the group's 2");
+              "result 2: ncclGroupEnd: could not start a thread for each of its 2");
 }
 
 // The profiling twins are the shim's own functions: a tool that interposes on ncclAllReduce and
@@ -273,6 +274,48 @@ TEST(NcclFinalize, NeverSucceedsWhileAnOperationIsStillRunning) {
   EXPECT_EQ(ncclGroupEnd(), ncclSuccess) << LastError();
   EXPECT_TRUE(receive.Test());
 }
+
+// NCCL's own single-process example destroys its ranks one after another, outside a group. Each
+// rank's end waits for the others, so until session 41 the first destruction waited the whole
+// shutdown timeout, and every rank then warned that it closed without the others. A rank
+// destroyed while others of its communicator in this process are live is now ended with the last
+// of them; finalised first or not, and with a rank aborted among them, which waits for none.
+class NcclDestroyOneByOne : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(NcclDestroyOneByOne, DoesNotWaitForTheRanksStillToBeDestroyed) {
+  const std::string how = GetParam();
+  setenv("UCCLZIP_SHUTDOWN_TIMEOUT", "5", 1);
+  ncclComm_t comms[3] = {nullptr, nullptr, nullptr};
+  const int devices[3] = {0, 0, 0};  // a machine with a GPU has device 0; the buffers are the host's
+  const ncclResult_t created = ncclCommInitAll(comms, 3, devices);
+  unsetenv("UCCLZIP_SHUTDOWN_TIMEOUT");
+  ASSERT_EQ(created, ncclSuccess) << LastError();
+  std::vector<std::vector<float>> in(3, std::vector<float>(1000)), out(3, std::vector<float>(1000));
+  for (int r = 0; r < 3; ++r) std::fill(in[r].begin(), in[r].end(), float(r + 1));
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(ncclAllReduce(in[r].data(), out[r].data(), 1000, ncclFloat32, ncclSum, comms[r], nullptr), ncclSuccess);
+  }
+  ASSERT_EQ(ncclGroupEnd(), ncclSuccess) << LastError();
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(out[r][999], 6.0f);
+  if (how == "finalized") {
+    for (ncclComm_t comm : comms) EXPECT_EQ(ncclCommFinalize(comm), ncclSuccess) << LastError();
+  }
+  const absl::Time start = absl::Now();
+  for (int r = 0; r < 3; ++r) {
+    if (how == "one_aborted" && r == 1) {
+      EXPECT_EQ(ncclCommAbort(comms[r]), ncclSuccess) << LastError();
+    } else {
+      EXPECT_EQ(ncclCommDestroy(comms[r]), ncclSuccess) << LastError();
+    }
+    int count = 0;
+    EXPECT_EQ(ncclCommCount(comms[r], &count), ncclInvalidArgument) << "rank " << r << " is still a communicator";
+  }
+  EXPECT_LT(absl::Now() - start, absl::Seconds(3)) << "the ranks waited for each other's destruction";
+}
+
+INSTANTIATE_TEST_SUITE_P(, NcclDestroyOneByOne, ::testing::Values("destroyed", "finalized", "one_aborted"),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace ucclzip::nccl
