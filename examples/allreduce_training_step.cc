@@ -10,8 +10,9 @@
 #include "example_support.h"
 
 int main(int argc, char** argv) {
-  const size_t elements = example::Flag(argc, argv, "elements", 4'000'000);
-  const long steps = example::Flag(argc, argv, "steps", 3);
+  const example::Flags flags(argc, argv, "allreduce_training_step [--elements=N] [--steps=N]", {"elements", "steps"});
+  const size_t elements = flags.Number("elements", 4'000'000);
+  const long steps = flags.Number("steps", 3);
   std::unique_ptr<ucclzip::Communicator> comm = example::Join();
   const int rank = comm->rank();
   for (long step = 0; step < steps; ++step) {

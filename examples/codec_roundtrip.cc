@@ -3,6 +3,7 @@
 //   codec_roundtrip [elements]
 #include <cuda_runtime_api.h>
 
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -37,7 +38,19 @@ int Fail(const char* what, const absl::Status& status) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const size_t count = argc > 1 ? std::strtoull(argv[1], nullptr, 10) : size_t{1} << 22;
+  size_t count = size_t{1} << 22;
+  if (argc > 1) {
+    char* end = nullptr;
+    errno = 0;
+    const unsigned long long asked = std::strtoull(argv[1], &end, 10);
+    // strtoull takes "-5" as a huge count: digits only.
+    if (argc > 2 || argv[1][0] < '0' || argv[1][0] > '9' || *end != '\0' || errno != 0 || asked == 0 ||
+        asked > (uint64_t{1} << 32)) {
+      std::fprintf(stderr, "usage: codec_roundtrip [elements: 1 to 4294967296]\n");
+      return 2;
+    }
+    count = asked;
+  }
   const std::vector<uint16_t> weights = MakeWeights(count);
   const uint64_t capacity = ucclzip::MaxFrameBytes(ucclzip::DataType::kBFloat16, count);
   std::vector<uint8_t> frame(capacity);

@@ -300,12 +300,12 @@ class Demo {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string memory = example::TextFlag(argc, argv, "memory", "auto");
-  const long iterations = example::Flag(argc, argv, "iterations", 3);
-  if ((memory != "auto" && memory != "host" && memory != "device") || iterations < 1) {
-    std::fprintf(stderr, "usage: demo [--memory=auto|host|device] [--mb=N] [--iterations=N]\n");
-    return 2;
-  }
+  const example::Flags flags(argc, argv, "demo [--memory=auto|host|device] [--mb=N] [--iterations=N]",
+                             {"memory", "mb", "iterations"});
+  const std::string memory = flags.Text("memory", "auto");
+  const long iterations = flags.Number("iterations", 3);
+  const long megabytes_asked = flags.Number("mb", 0);  // 0: the memory's default, below
+  if (memory != "auto" && memory != "host" && memory != "device") flags.Usage(("--memory=" + memory).c_str(), "is not auto, host or device");
   std::unique_ptr<ucclzip::Communicator> comm = example::Join();
   const int rank = comm->rank();
   Placement placement = ChoosePlacement(memory, rank);
@@ -322,11 +322,7 @@ int main(int argc, char** argv) {
   }
   // Large enough on a GPU for the pipeline to overlap its blocks; smaller on the host, where
   // the CPU codec runs on the cores that the four ranks share.
-  const long megabytes = example::Flag(argc, argv, "mb", placement.device ? 64 : 8);
-  if (megabytes < 1) {
-    std::fprintf(stderr, "--mb must be at least 1\n");
-    return 2;
-  }
+  const long megabytes = megabytes_asked != 0 ? megabytes_asked : placement.device ? 64 : 8;
   if (rank == 0) {
     std::printf("ucclzip demo: %d ranks, %s, bf16 Gaussian weights (sigma 0.02), mean of %ld calls after a warm-up\n\n",
                 comm->size(), placement.description.c_str(), iterations);

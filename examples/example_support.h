@@ -2,13 +2,18 @@
 // torchrun, mpirun), bf16 tensors drawn like trained weights, and failing with a message.
 #pragma once
 
+#include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
+#include <map>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "ucclzip/bootstrap.h"
@@ -55,21 +60,50 @@ inline float Bf16ToFloat(uint16_t bits) {
   return x;
 }
 
-// A flag's text from argv: "--name=value", else `fallback`.
-inline const char* TextFlag(int argc, char** argv, const char* name, const char* fallback) {
-  const size_t length = std::strlen(name);
-  for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--", 2) == 0 && std::strncmp(argv[i] + 2, name, length) == 0 && argv[i][2 + length] == '=') {
-      return argv[i] + 3 + length;
+// The examples' flags: "--name=value" each, of the names an example takes. Anything else (a
+// misspelt name, "--mb 1" with a space, a number that does not parse or is below 1) ends the
+// program with its usage line, where a flag the example did not know was once ignored and the
+// defaults ran silently.
+class Flags {
+ public:
+  Flags(int argc, char** argv, const char* usage, std::initializer_list<const char*> names) : usage_(usage) {
+    for (int i = 1; i < argc; ++i) {
+      const char* argument = argv[i];
+      const char* equals = std::strchr(argument, '=');
+      if (std::strncmp(argument, "--", 2) != 0 || equals == nullptr) Usage(argument, "is not --name=value");
+      const std::string name(argument + 2, equals);
+      if (std::find(names.begin(), names.end(), name) == names.end()) Usage(argument, "is not a flag of this program");
+      values_[name] = equals + 1;
     }
   }
-  return fallback;
-}
 
-// A flag's number from argv: "--name=value", else `fallback`.
-inline long Flag(int argc, char** argv, const char* name, long fallback) {
-  const char* text = TextFlag(argc, argv, name, nullptr);
-  return text == nullptr ? fallback : std::strtol(text, nullptr, 10);
-}
+  // The flag's number, at least 1, else `fallback`.
+  long Number(const char* name, long fallback) const {
+    const auto found = values_.find(name);
+    if (found == values_.end()) return fallback;
+    char* end = nullptr;
+    errno = 0;
+    const long value = std::strtol(found->second.c_str(), &end, 10);
+    if (found->second.empty() || *end != '\0' || errno != 0 || value < 1) {
+      Usage(("--" + found->first + "=" + found->second).c_str(), "is not a whole number of at least 1");
+    }
+    return value;
+  }
+
+  // The flag's text, else `fallback`.
+  std::string Text(const char* name, const char* fallback) const {
+    const auto found = values_.find(name);
+    return found == values_.end() ? fallback : found->second;
+  }
+
+  [[noreturn]] void Usage(const char* argument, const char* why) const {
+    std::fprintf(stderr, "%s %s\nusage: %s\n", argument, why, usage_);
+    std::exit(2);
+  }
+
+ private:
+  const char* usage_;
+  std::map<std::string, std::string> values_;
+};
 
 }  // namespace example

@@ -11,7 +11,8 @@
 
 int main(int argc, char** argv) {
   // 256 tokens a page: pages below CommunicatorOptions::min_compress_bytes (256 KB) go plainly.
-  const long pages = example::Flag(argc, argv, "pages", 32), page_tokens = example::Flag(argc, argv, "page_tokens", 256);
+  const example::Flags flags(argc, argv, "kv_cache_transfer [--pages=N] [--page_tokens=N]", {"pages", "page_tokens"});
+  const long pages = flags.Number("pages", 32), page_tokens = flags.Number("page_tokens", 256);
   constexpr long kHeads = 8, kHeadDim = 128;
   const size_t page_elements = size_t(page_tokens) * kHeads * kHeadDim;
   std::unique_ptr<ucclzip::Communicator> comm = example::Join();

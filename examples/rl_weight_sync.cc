@@ -9,8 +9,9 @@
 #include "example_support.h"
 
 int main(int argc, char** argv) {
-  const long layers = example::Flag(argc, argv, "layers", 8), width = example::Flag(argc, argv, "width", 512);
-  const long steps = example::Flag(argc, argv, "steps", 3);
+  const example::Flags flags(argc, argv, "rl_weight_sync [--layers=N] [--width=N] [--steps=N]",
+                             {"layers", "width", "steps"});
+  const long layers = flags.Number("layers", 8), width = flags.Number("width", 512), steps = flags.Number("steps", 3);
   std::unique_ptr<ucclzip::Communicator> comm = example::Join();
   const int rank = comm->rank();
   // A transformer's shapes per layer: attention (4 width x width) and MLP (2 width x 4 width).
@@ -48,11 +49,17 @@ int main(int argc, char** argv) {
       }
       continue;
     }
+    // The trainer's own sends: a small tensor goes down a tree, where the trainer sends more
+    // than one copy (docs/COLLECTIVES.md), so they are not the model's size.
     const double payload = after.payload_bytes_sent - before.payload_bytes_sent;
     const double wire = after.wire_bytes_sent - before.wire_bytes_sent;
-    std::printf("step %ld: %zu tensors, %.1f MB to %d workers in %.3f s (%.2f GB/s); %.1f MB saved on the wire (ratio %.3f)\n",
-                step, counts.size(), payload / 1e6, comm->size() - 1, seconds, payload / seconds / 1e9,
-                (payload - wire) / 1e6, wire > 0 ? payload / wire : 1.0);
+    double model_bytes = 0;
+    for (size_t count : counts) model_bytes += count * sizeof(uint16_t);
+    std::printf(
+        "step %ld: %zu tensors, a %.1f MB model to %d workers in %.3f s (%.2f GB/s of model); the trainer sent %.1f MB "
+        "of payload as %.1f MB on the wire (ratio %.3f)\n",
+        step, counts.size(), model_bytes / 1e6, comm->size() - 1, seconds, model_bytes / seconds / 1e9, payload / 1e6,
+        wire / 1e6, wire > 0 ? payload / wire : 1.0);
   }
   if (rank != 0) std::printf("every tensor of every step arrived bit-exact\n");
   return 0;

@@ -13,6 +13,12 @@
 // Every call also returns an Operation to test or wait on. A send to `peer` matches the
 // receive from this rank that `peer` posts in the same position, with the same count and type;
 // a receive whose count or type differs fails with a status that names both.
+// Positions are taken by calls, not by successes: a call that fails, even for its own bad
+// arguments, still takes its position on each link it would have used, and the peer's matching
+// call fails at once (Aborted, naming this rank), so a retried call pairs with the peer's next
+// one. After a mismatched receive, the link's later receives from that peer fail as out of step,
+// while that peer's sends, which only deliver, still succeed: the ranks must agree to recreate
+// the communicator (docs/PIPELINE.md, "Errors").
 //
 // This header holds what creates and ends one. Creation is collective: every rank calls
 // Create with the same world size and token, and it returns once all ranks have met at rank 0
@@ -262,7 +268,9 @@ class Communicator {
   int rank() const;
   int size() const;
   // The options in force: the program's, with the UCCLZIP_* defaults of the environment
-  // applied (docs/CONFIGURATION.md).
+  // applied (docs/CONFIGURATION.md). A field whose unset or 0 means a choice made at run time
+  // (wait_spin, cpu_codec_threads) keeps that value; the log at creation names the number of
+  // CPU codec threads chosen.
   const CommunicatorOptions& options() const;
 
   // True when device buffers go to UCX directly (a CUDA-enabled UCX); false when they are
@@ -282,8 +290,11 @@ class Communicator {
 
   // --- Collectives (docs/COLLECTIVES.md): NCCL's arguments, order and in-place rules. Every
   // rank calls the same collective with the same count, type, operator and root, in the same
-  // order; a rank that disagrees gets an error naming both sides. The order of reduction is
-  // fixed, so results are identical from run to run and with or without compression.
+  // order; a rank that disagrees gets an error naming both sides, and the others fail at once
+  // too, except where a rank hears from none of the ranks it waits for (a broadcast whose ranks
+  // disagree on the root, say): those wait for the operation timeout (docs/COLLECTIVES.md,
+  // "Errors"). The order of reduction is fixed, so results are identical from run to run and
+  // with or without compression.
 
   // recvbuff[i * sendcount, (i + 1) * sendcount) = rank i's sendbuff. In place when
   // sendbuff == recvbuff + rank * sendcount.
