@@ -134,8 +134,10 @@ ncclResult_t Destroy(ncclComm_t comm, bool abort, const char* function) {
       }
     }
     UnregisterLive(comm);
-    // One whose creation failed has nothing to wait for.
-    EndWithItsClique(comm, aborting || comm->communicator == nullptr);
+    // Ends now where it waits for no other rank (aborted, or never created), or where operations
+    // are still running: kept, they would run on into the caller's buffers after it was told
+    // they failed; its end (as before session 41) stops them.
+    EndWithItsClique(comm, aborting || comm->communicator == nullptr || !outcome.ok());
     return outcome;
   };
   if (InGroup()) {

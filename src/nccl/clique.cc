@@ -48,13 +48,13 @@ void EndTogether(std::vector<ncclComm*> ranks) {
 
 }  // namespace
 
-void EndWithItsClique(ncclComm* comm, bool aborted) {
+void EndWithItsClique(ncclComm* comm, bool at_once) {
   std::vector<ncclComm*> ending;
   {
     KeptRanks& kept = Kept();
     absl::MutexLock lock(&kept.mutex);
     const bool others_live = AnyLiveRankOf(comm->clique);
-    if (others_live && !aborted) {
+    if (others_live && !at_once) {
       kept.kept.push_back(comm);
       return;
     }

@@ -11,10 +11,12 @@
 
 namespace ucclzip::nccl {
 
-// Ends `comm`, which is no longer live (RegisterLive) and whose operations are done or aborted:
-// at once where no other rank of its clique here is live and not itself being destroyed
-// (ncclComm::destroying), together with the ranks of its clique kept so far; otherwise it is
-// kept until then. An aborted rank, which waits for no other, ends at once either way.
-void EndWithItsClique(ncclComm* comm, bool aborted);
+// Ends `comm`, which is no longer live (RegisterLive): at once where no other rank of its clique
+// here is live and not itself being destroyed (ncclComm::destroying), together with the ranks of
+// its clique kept so far; otherwise it is kept until then. `at_once` ends it now either way (an
+// aborted rank, which waits for no other; one with operations still running). A kept rank whose
+// clique's other ranks are never destroyed is never ended: its threads, UCX worker and
+// connections stay until the process exits, as a communicator that is never destroyed does.
+void EndWithItsClique(ncclComm* comm, bool at_once);
 
 }  // namespace ucclzip::nccl
