@@ -3,14 +3,50 @@
 # each kernel that PROFILE_KERNELS names (default: the three compress kernels and the decoder),
 # after the benchmark's warm-up has raised the clocks, at each of PROFILE_SIZES. Prints
 # duration, throughput, occupancy and the warp stall breakdown.
+# PROFILE_SOURCE=1 also samples where each kernel's warps stall, per SASS instruction (ncu's
+# SourceCounters section), and prints the instructions that hold the most samples with each
+# one's main stall reasons; the reports go to $OUT as codec-profile-SIZE-KERNEL.ncu-rep, for the
+# Nsight Compute GUI. Session 40's codec patch guessed its stalls from the listing and gained
+# nothing: the per-instruction samples say which step of a chain the warps wait on.
 set -euo pipefail
 bench="${BUILD:-build}/benchmarks/ucclzip-bench"
+out=${OUT:-/tmp}
 for bytes in ${PROFILE_SIZES:-1M 256M}; do
  for kernel in ${PROFILE_KERNELS:-SplitKernel TileModelKernel EncodeKernel DecodeKernel}; do
   echo "-- bf16 gaussian:1 $bytes $kernel"
+  run=("$bench" codec --device gpu --dtype bf16 --dist gaussian:1 --bytes "$bytes" --iters 2 --warmup 40)
   ncu --clock-control none --launch-skip 10 --launch-count 1 -k "regex:$kernel" \
     --metrics gpu__time_duration.sum,sm__warps_active.avg.pct_of_peak_sustained_active,smsp__issue_active.avg.pct_of_peak_sustained_active,dram__throughput.avg.pct_of_peak_sustained_elapsed,launch__registers_per_thread,smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio,smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio,smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio,smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio,smsp__average_warps_issue_stalled_wait_per_issue_active.ratio,smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio,smsp__average_warps_issue_stalled_no_instruction_per_issue_active.ratio,smsp__average_warps_issue_stalled_branch_resolving_per_issue_active.ratio,smsp__average_warps_issue_stalled_dispatch_stall_per_issue_active.ratio,smsp__average_warps_issue_stalled_not_selected_per_issue_active.ratio,smsp__average_warps_issue_stalled_selected_per_issue_active.ratio,smsp__average_warps_issue_stalled_sleeping_per_issue_active.ratio,smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio,smsp__average_warps_issue_stalled_membar_per_issue_active.ratio,smsp__average_warps_issue_stalled_drain_per_issue_active.ratio,smsp__average_warps_issue_stalled_imc_miss_per_issue_active.ratio,smsp__average_warps_issue_stalled_tex_throttle_per_issue_active.ratio,smsp__average_warps_issue_stalled_misc_per_issue_active.ratio \
-    "$bench" codec --device gpu --dtype bf16 --dist gaussian:1 --bytes "$bytes" --iters 2 --warmup 40 2>&1 |
+    "${run[@]}" 2>&1 |
     grep -E "Kernel<|gpu__|sm__|smsp__|dram__|launch__" | sed -E 's/ {2,}/ /g; s/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//' || true
+  [[ ${PROFILE_SOURCE:-0} == 1 ]] || continue
+  report="$out/codec-profile-$bytes-$kernel"
+  ncu --clock-control none --launch-skip 10 --launch-count 1 -k "regex:$kernel" --section SourceCounters \
+    --section WarpStateStats -f -o "$report" "${run[@]}" >"$report.log" 2>&1 || { tail -3 "$report.log"; continue; }
+  ncu -i "$report.ncu-rep" --page source --csv --print-source sass >"$report.sass.csv" 2>"$report.log" ||
+    { tail -3 "$report.log"; continue; }
+  python3 - "$report.sass.csv" <<'PY'
+# The instructions with the most warp stall samples, with each one's largest stall reasons
+# (the columns whose name holds "stall" or "Stall", beside "Warp Stall Sampling (All Samples)").
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+if not rows:
+    sys.exit("no rows in " + sys.argv[1])
+total_column = next((c for c in rows[0] if "Sampling (All" in c), None)
+if total_column is None:
+    sys.exit("no sampling column among: " + ", ".join(rows[0]))
+def number(text):
+    try:
+        return float(str(text).replace(",", ""))
+    except ValueError:
+        return 0.0
+reasons = [c for c in rows[0] if "stall" in c.lower() and c != total_column and "Sampling" not in c]
+total = sum(number(r[total_column]) for r in rows) or 1.0
+print(f"   {total:.0f} samples; the instructions with the most:")
+for r in sorted(rows, key=lambda r: -number(r[total_column]))[:25]:
+    top = sorted(((number(r[c]), c) for c in reasons), reverse=True)[:3]
+    why = ", ".join(f"{c} {v:.0f}" for v, c in top if v > 0)
+    print(f"   {number(r[total_column]) / total:6.1%} {r.get('Address', ''):>6} {r.get('Source', '')[:60]:60} {why}")
+PY
  done
 done
