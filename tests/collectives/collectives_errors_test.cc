@@ -11,13 +11,16 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
+#include <memory>
 #include <thread>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "collective_test_util.h"
+#include "gpu_test.h"
 #include "pipeline/envelope.h"
 #include "pipeline/operation_task.h"
+#include "pipeline/stream_flags.h"
 #include "pipeline_test_util.h"
 #include "transport/communicator_access.h"
 #include "ucclzip/codec.h"
@@ -450,20 +453,67 @@ TEST(CollectiveErrors, AStalledRingNamesWhatEachBlockWaitedFor) {
   }));
 }
 
+// A rank's buffer, holding `contents`, in host memory or on device 0: the tests below run on
+// both, where device memory takes the GPU codec and the device paths of the transfers.
+class RankBuffer {
+ public:
+  static absl::StatusOr<std::unique_ptr<RankBuffer>> Make(const std::vector<uint8_t>& contents, bool device) {
+    auto buffer = std::unique_ptr<RankBuffer>(new RankBuffer(contents));
+    if (!device) return buffer;
+    if (cudaSetDevice(0) != cudaSuccess || cudaMalloc(&buffer->device_, contents.size()) != cudaSuccess ||
+        cudaMemcpy(buffer->device_, contents.data(), contents.size(), cudaMemcpyHostToDevice) != cudaSuccess) {
+      return absl::InternalError(absl::StrCat("a device buffer of ", contents.size(), " bytes"));
+    }
+    return buffer;
+  }
+  RankBuffer(const RankBuffer&) = delete;
+  RankBuffer& operator=(const RankBuffer&) = delete;
+  ~RankBuffer() {
+    if (device_ != nullptr) cudaFree(device_);
+  }
+
+  void* data() { return device_ != nullptr ? device_ : host_.data(); }
+
+  // Fails unless the buffer still holds what it was made with.
+  absl::Status ExpectUnchanged(const std::vector<uint8_t>& contents, const std::string& what) {
+    if (device_ != nullptr &&
+        cudaMemcpy(host_.data(), device_, host_.size(), cudaMemcpyDeviceToHost) != cudaSuccess) {
+      return absl::InternalError(absl::StrCat(what, ": reading the device buffer back"));
+    }
+    return ExpectSameBytes(host_.data(), contents.data(), contents.size(), what);
+  }
+
+ private:
+  explicit RankBuffer(const std::vector<uint8_t>& contents) : host_(contents) {}
+
+  std::vector<uint8_t> host_;
+  void* device_ = nullptr;
+};
+
 // A root's frame whose envelope has gone is sent whole though the root's call fails while it is
 // encoded: rank 1, in rank 0's place a leaf that agreed, has the envelope and waits for the rest.
 // Rank 1 plays that leaf through the transport, and has answered the root, for a broadcast from
 // root 1, before the root calls: the root posts its receives and starts its send (the envelope,
 // then the encode) in its call's first pass, and reads the answer, which fails its call, in a
-// later one, while the 8 MB block (one, on one codec thread) is still being encoded. Until session 39 the root
+// later one, while the 8 MB block (one) is still being encoded. Until session 39 the root
 // dropped the frame after its envelope, rank 1 waited for the head until the operation timeout,
 // and the link was failed for the calls after (CI, CollectiveDisagreement/tree_root). Where the
 // leaf takes nothing more (a rank that disagreed), the root's call still fails well before the
 // operation timeout: the frame leaves from the root's own buffers, not the caller's.
-class CollectiveRootFailingWhileItEncodes : public ::testing::TestWithParam<bool> {};
+// On host memory the encode is slow enough on one codec thread. On device memory it would end
+// at once, so the root calls on a stream the test holds at a gate until the call has failed (or
+// for 2 s): the GPU encode waits for the stream's input, and the frame is finished after the
+// call failed, from the pipeline's device slot (a path only device memory takes).
+struct RootFailingCase {
+  bool leaf_takes_the_frame;
+  bool device;
+};
+
+class CollectiveRootFailingWhileItEncodes : public ::testing::TestWithParam<RootFailingCase> {};
 
 TEST_P(CollectiveRootFailingWhileItEncodes, StillSendsTheFrameItsEnvelopeAnnounced) {
-  const bool leaf_takes_the_frame = GetParam();
+  const auto [leaf_takes_the_frame, device] = GetParam();
+  if (device) UCCLZIP_SKIP_WITHOUT_GPU();
   constexpr uint64_t kCount = uint64_t{4} << 20;  // bf16: 8 MB
   const std::vector<uint8_t> data = GenerateTensor(DataType::kBFloat16, kCount, {DistKind::kGaussian, 0.02}, 7);
   ExpectRanksSucceeded(RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
@@ -475,6 +525,7 @@ TEST_P(CollectiveRootFailingWhileItEncodes, StillSendsTheFrameItsEnvelopeAnnounc
     options.compression = CompressionMode::kOn;
     options.pipeline_block_bytes = options.min_pipeline_block_bytes = kCount * 2;
     options.cpu_codec_threads = 1;
+    if (device && cudaSetDevice(0) != cudaSuccess) return absl::InternalError("cudaSetDevice");
     auto comm = CreateCommunicator(context, options);
     if (!comm.ok()) return comm.status();
     transport::Bootstrap& bootstrap = internal::CommunicatorAccess::BootstrapOf(**comm);
@@ -493,10 +544,30 @@ TEST_P(CollectiveRootFailingWhileItEncodes, StillSendsTheFrameItsEnvelopeAnnounc
     }
     if (absl::Status s = bootstrap.Barrier(deadline); !s.ok()) return s;
     if (context.rank == 0) {
-      std::vector<uint8_t> buffer = data;
+      absl::StatusOr<std::unique_ptr<RankBuffer>> buffer = RankBuffer::Make(data, device);
+      if (!buffer.ok()) return buffer.status();
+      cudaStream_t stream = nullptr;
+      pipeline::StreamFlags* flags = nullptr;
+      pipeline::StreamFlags::Ticket gate{};
+      if (device) {
+        if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess) {
+          return absl::InternalError("rank 0: a stream");
+        }
+        absl::StatusOr<pipeline::StreamFlags*> device_flags = pipeline::StreamFlags::ForDevice(0);
+        if (!device_flags.ok()) return device_flags.status();
+        flags = *device_flags;
+        absl::StatusOr<pipeline::StreamFlags::Ticket> ticket = flags->EnqueueWait(stream);
+        if (!ticket.ok()) return ticket.status();
+        gate = *ticket;
+      }
       const absl::Time start = absl::Now();
-      const absl::Status status =
-          (*comm)->Broadcast(buffer.data(), buffer.data(), kCount, DataType::kBFloat16, 0, nullptr).Wait(absl::Seconds(30));
+      const Operation op = (*comm)->Broadcast((*buffer)->data(), (*buffer)->data(), kCount, DataType::kBFloat16, 0, stream);
+      if (device) {
+        const absl::Time give_up = absl::Now() + absl::Seconds(2);
+        while (!op.Test() && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(1));
+        flags->Signal(gate);
+      }
+      const absl::Status status = op.Wait(absl::Seconds(30));
       const absl::Duration took = absl::Now() - start;
       if (absl::Status s = ExpectError(status, absl::StatusCode::kInvalidArgument,
                                        {"rank 0: broadcast", "peer 1 called broadcast of 4194304 elements of bf16 (root 1)"},
@@ -508,6 +579,13 @@ TEST_P(CollectiveRootFailingWhileItEncodes, StillSendsTheFrameItsEnvelopeAnnounc
         return absl::InternalError(absl::StrCat("the root's failed broadcast returned after ", absl::FormatDuration(took),
                                                 ", the operation timeout"));
       }
+      if (device) {
+        if (const cudaError_t after = cudaStreamSynchronize(stream); after != cudaSuccess) {
+          return absl::InternalError(absl::StrCat("rank 0: the stream after the failed broadcast: ", cudaGetErrorName(after)));
+        }
+        cudaStreamDestroy(stream);
+      }
+      if (absl::Status s = (*buffer)->ExpectUnchanged(data, "the root's buffer"); !s.ok()) return s;
       return bootstrap.Barrier(absl::Now() + absl::Seconds(30));
     }
     std::array<uint8_t, pipeline::kEnvelopeBytes> envelope_bytes{};
@@ -554,27 +632,41 @@ TEST_P(CollectiveRootFailingWhileItEncodes, StillSendsTheFrameItsEnvelopeAnnounc
   }));
 }
 
-INSTANTIATE_TEST_SUITE_P(, CollectiveRootFailingWhileItEncodes, ::testing::Bool(),
-                         [](const auto& info) { return info.param ? "leaf_takes_the_frame" : "leaf_takes_nothing_more"; });
+std::string RootFailingName(const ::testing::TestParamInfo<RootFailingCase>& info) {
+  return info.param.leaf_takes_the_frame ? "leaf_takes_the_frame" : "leaf_takes_nothing_more";
+}
+INSTANTIATE_TEST_SUITE_P(, CollectiveRootFailingWhileItEncodes,
+                         ::testing::Values(RootFailingCase{true, false}, RootFailingCase{false, false}), RootFailingName);
+INSTANTIATE_TEST_SUITE_P(Device, CollectiveRootFailingWhileItEncodes,
+                         ::testing::Values(RootFailingCase{true, true}, RootFailingCase{false, true}), RootFailingName);
 
 // Two ranks that disagree on a broadcast's root each take the other's frame for the answer
 // they wait for, and fail at once. Each then drops the parts of that frame (4 MB, one block,
 // too large to go eagerly) instead of leaving its sender waiting for receives that never come:
 // until session 39 both sends waited until the operation timeout, which then failed each
-// rank's peer for every later call.
-TEST(CollectiveErrors, RanksThatDisagreeTakeAndDropTheFramesTheyRefuse) {
+// rank's peer for every later call. On device memory the dropped parts leave the peer's device
+// (through cuda_ipc on the direct path) and land in host scratch.
+class CollectiveRanksThatDisagree : public ::testing::TestWithParam<bool> {};
+
+TEST_P(CollectiveRanksThatDisagree, TakeAndDropTheFramesTheyRefuse) {
+  const bool device = GetParam();
+  if (device) UCCLZIP_SKIP_WITHOUT_GPU();
   constexpr uint64_t kCount = uint64_t{2} << 20;  // bf16: 4 MB
   ExpectRanksSucceeded(RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
     transport::TransportOptions options = ShortTimeoutOptions();
     options.op_timeout = absl::Seconds(5);  // beyond the two 4 MB encodes side by side, under load too
     options.compression = CompressionMode::kOn;
     options.pipeline_block_bytes = options.min_pipeline_block_bytes = kCount * 2;
+    if (device && cudaSetDevice(0) != cudaSuccess) return absl::InternalError("cudaSetDevice");
     auto comm = CreateCommunicator(context, options);
     if (!comm.ok()) return comm.status();
-    std::vector<uint8_t> buffer = GenerateTensor(DataType::kBFloat16, kCount, {DistKind::kGaussian, 0.02}, context.rank);
+    const std::vector<uint8_t> data =
+        GenerateTensor(DataType::kBFloat16, kCount, {DistKind::kGaussian, 0.02}, context.rank);
+    absl::StatusOr<std::unique_ptr<RankBuffer>> buffer = RankBuffer::Make(data, device);
+    if (!buffer.ok()) return buffer.status();
     const absl::Time start = absl::Now();
     const absl::Status status =
-        (*comm)->Broadcast(buffer.data(), buffer.data(), kCount, DataType::kBFloat16, context.rank, nullptr)
+        (*comm)->Broadcast((*buffer)->data(), (*buffer)->data(), kCount, DataType::kBFloat16, context.rank, nullptr)
             .Wait(absl::Seconds(30));
     const absl::Duration took = absl::Now() - start;
     const int peer = 1 - context.rank;
@@ -594,9 +686,13 @@ TEST(CollectiveErrors, RanksThatDisagreeTakeAndDropTheFramesTheyRefuse) {
         return absl::InternalError(absl::StrCat("after the failed broadcast: ", s.ToString()));
       }
     }
+    if (absl::Status s = (*buffer)->ExpectUnchanged(data, "the refusing rank's buffer"); !s.ok()) return s;
     return internal::CommunicatorAccess::BootstrapOf(**comm).Barrier(absl::Now() + absl::Seconds(30));
   }));
 }
+
+INSTANTIATE_TEST_SUITE_P(, CollectiveRanksThatDisagree, ::testing::Bool(),
+                         [](const auto& info) { return info.param ? "Device" : "host"; });
 
 // With one transport lane and with two (each lane watches the dead rank's connection); with two,
 // in blocks of 2 MB, whose coding and reductions run as host codec jobs (host_codec_jobs.h)
