@@ -73,9 +73,18 @@ ncclResult_t Enqueue(ncclComm* comm, cudaStream_t stream, const char* function, 
     TrackAtGroupEnd(comm, operation);
     return ncclSuccess;
   }
-  comm->Track(operation);
-  if (stream != nullptr) return ncclSuccess;
-  return Report(operation.Wait());
+  if (stream != nullptr) {
+    comm->Track(operation);
+    return ncclSuccess;
+  }
+  // A null stream's call returns its own outcome, which is then not the async error (only
+  // operations that complete after their call returned are, docs/NCCL_API.md), but for the
+  // communicator's own failure (a peer gone, an abort), which later calls meet too. Tracked
+  // meanwhile, so that ncclCommFinalize and ncclCommDestroy from another thread wait for it.
+  comm->Track(operation, /*failure_is_async_error=*/false);
+  const absl::Status status = operation.Wait();
+  if (ResultOf(status) == ncclRemoteError) comm->Track(operation);
+  return Report(status);
 }
 
 // Enqueue for the calls that take a type (and, `reducing`, an operator).

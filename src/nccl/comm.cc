@@ -6,10 +6,10 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 
-void ncclComm::Track(const ucclzip::Operation& operation) {
+void ncclComm::Track(const ucclzip::Operation& operation, bool failure_is_async_error) {
   absl::MutexLock lock(&mutex_);
   ForgetCompletedLocked();
-  in_flight_.push_back(operation);
+  in_flight_.push_back({operation, failure_is_async_error});
 }
 
 absl::Status ncclComm::AsyncError() {
@@ -25,7 +25,7 @@ absl::Status ncclComm::WaitForAll(absl::Duration quiet_limit, const char* functi
     {
       absl::MutexLock lock(&mutex_);
       ForgetCompletedLocked();
-      waiting = in_flight_;
+      for (const Tracked& tracked : in_flight_) waiting.push_back(tracked.operation);
     }
     if (waiting.empty()) return absl::OkStatus();
     const absl::Time deadline = absl::Now() + quiet_limit;
@@ -42,9 +42,9 @@ absl::Status ncclComm::WaitForAll(absl::Duration quiet_limit, const char* functi
 }
 
 void ncclComm::ForgetCompletedLocked() {
-  std::erase_if(in_flight_, [&](const ucclzip::Operation& operation) {
-    if (!operation.Test()) return false;
-    if (async_error_.ok()) async_error_ = operation.Wait(absl::ZeroDuration());
+  std::erase_if(in_flight_, [&](const Tracked& tracked) {
+    if (!tracked.operation.Test()) return false;
+    if (async_error_.ok() && tracked.failure_is_async_error) async_error_ = tracked.operation.Wait(absl::ZeroDuration());
     return true;
   });
 }

@@ -36,8 +36,10 @@ struct ncclComm {
   // only after.
   absl::Status creation_failure;
 
-  // Remembers an operation until it completes; its failure becomes the async error.
-  void Track(const ucclzip::Operation& operation);
+  // Remembers an operation until it completes (ncclCommFinalize and ncclCommDestroy wait for it);
+  // its failure becomes the async error unless `failure_is_async_error` is false (a call that
+  // returns its own outcome).
+  void Track(const ucclzip::Operation& operation, bool failure_is_async_error = true);
   // Its creation's failure, else the first failure among the tracked operations (OK if none
   // failed so far). Only once `creating` read false.
   absl::Status AsyncError();
@@ -49,7 +51,11 @@ struct ncclComm {
  private:
   void ForgetCompletedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mutex_);
   absl::Mutex mutex_;
-  std::vector<ucclzip::Operation> in_flight_ ABSL_GUARDED_BY(mutex_);
+  struct Tracked {
+    ucclzip::Operation operation;
+    bool failure_is_async_error;
+  };
+  std::vector<Tracked> in_flight_ ABSL_GUARDED_BY(mutex_);
   absl::Status async_error_ ABSL_GUARDED_BY(mutex_);
 };
 

@@ -275,6 +275,31 @@ TEST(NcclFinalize, NeverSucceedsWhileAnOperationIsStillRunning) {
   EXPECT_TRUE(receive.Test());
 }
 
+// A call on the null stream returns its own outcome, which is then not the communicator's async
+// error (docs/NCCL_API.md: only operations that completed after their call returned are): two
+// ranks that disagree on an allreduce's count each get ncclInvalidArgument from the call, and
+// ncclCommGetAsyncError still says ncclSuccess (until session 41 it said ncclInvalidArgument too,
+// and ncclCommFinalize failed with it).
+TEST(NcclAsyncError, ANullStreamCallsOwnFailureIsNotTheAsyncError) {
+  ncclComm_t comms[2] = {nullptr, nullptr};
+  const int devices[2] = {0, 0};  // a machine with a GPU has device 0; the buffers are the host's
+  ASSERT_EQ(ncclCommInitAll(comms, 2, devices), ncclSuccess) << LastError();
+  std::vector<float> in(8, 1.0f), out(8);
+  ncclResult_t results[2] = {ncclSuccess, ncclSuccess};
+  std::thread other([&] { results[1] = ncclAllReduce(in.data(), out.data(), 8, ncclFloat32, ncclSum, comms[1], nullptr); });
+  std::vector<float> out0(4);
+  results[0] = ncclAllReduce(in.data(), out0.data(), 4, ncclFloat32, ncclSum, comms[0], nullptr);
+  other.join();
+  for (int rank = 0; rank < 2; ++rank) {
+    EXPECT_EQ(results[rank], ncclInvalidArgument) << "rank " << rank;
+    ncclResult_t async_error = ncclInternalError;
+    EXPECT_EQ(ncclCommGetAsyncError(comms[rank], &async_error), ncclSuccess);
+    EXPECT_EQ(async_error, ncclSuccess) << "rank " << rank;
+    EXPECT_EQ(ncclCommFinalize(comms[rank]), ncclSuccess) << "rank " << rank << ": " << LastError();
+  }
+  for (ncclComm_t comm : comms) EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess) << LastError();
+}
+
 // NCCL's own single-process example destroys its ranks one after another, outside a group. Each
 // rank's end waits for the others, so until session 41 the first destruction waited the whole
 // shutdown timeout, and every rank then warned that it closed without the others. A rank
