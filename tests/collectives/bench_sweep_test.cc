@@ -30,45 +30,6 @@ constexpr absl::Duration kWait = absl::Minutes(5);  // the bench's
 constexpr absl::Duration kWarmUp = absl::Milliseconds(200);
 constexpr int kWarmupCalls = 5, kTimedCalls = 30;
 
-// The bench's TensorBuffer: host bytes, or device bytes uploaded from them.
-class Buffer {
- public:
-  Buffer(std::vector<uint8_t> contents, bool device) : host_(std::move(contents)) {
-    if (!device) return;
-    if (cudaMalloc(&device_, std::max<size_t>(host_.size(), 1)) != cudaSuccess ||
-        cudaMemcpy(device_, host_.data(), host_.size(), cudaMemcpyHostToDevice) != cudaSuccess) {
-      status_ = absl::InternalError(absl::StrCat("device buffer of ", host_.size(), " bytes"));
-    }
-  }
-  ~Buffer() {
-    if (device_ != nullptr) cudaFree(device_);
-  }
-  Buffer(const Buffer&) = delete;
-  Buffer& operator=(const Buffer&) = delete;
-
-  const absl::Status& status() const { return status_; }
-  void* data() { return device_ != nullptr ? device_ : host_.data(); }
-  // Before the checked call, so that a byte it misses shows.
-  absl::Status Clear() {
-    if (device_ == nullptr) {
-      std::fill(host_.begin(), host_.end(), 0xA5);
-      return absl::OkStatus();
-    }
-    return cudaMemset(device_, 0xA5, host_.size()) == cudaSuccess ? absl::OkStatus() : absl::InternalError("cudaMemset");
-  }
-  absl::StatusOr<std::vector<uint8_t>> Read() {
-    if (device_ != nullptr && cudaMemcpy(host_.data(), device_, host_.size(), cudaMemcpyDeviceToHost) != cudaSuccess) {
-      return absl::InternalError("reading back a device buffer");
-    }
-    return host_;
-  }
-
- private:
-  std::vector<uint8_t> host_;
-  void* device_ = nullptr;
-  absl::Status status_;
-};
-
 // The bench's GatherDoubles: every rank's values through an uncompressed host allgather.
 absl::StatusOr<std::vector<double>> GatherDoubles(Communicator& comm, const std::vector<double>& mine) {
   std::vector<double> all(mine.size() * comm.size());
@@ -91,8 +52,8 @@ absl::Status MeasureSize(Communicator& comm, uint64_t count, bool device, cudaSt
   const CollectiveShape shape{Collective::kAllReduce, DataType::kBFloat16, ReduceOp::kSum, count, 0, comm.size(), 0};
   const Distribution dist{DistKind::kGaussian, 0.02};
   auto input_of = [&](int r) { return GenerateTensor(shape.dtype, count, dist, 1000 + r); };
-  Buffer send(input_of(comm.rank()), device);
-  Buffer recv(std::vector<uint8_t>(count * ElementSize(shape.dtype)), device);
+  TestBuffer send(input_of(comm.rank()), device);
+  TestBuffer recv(std::vector<uint8_t>(count * ElementSize(shape.dtype)), device);
   if (!send.status().ok()) return send.status();
   if (!recv.status().ok()) return recv.status();
   const absl::Time start = absl::Now();

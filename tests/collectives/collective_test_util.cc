@@ -1,6 +1,8 @@
 #include "collective_test_util.h"
 
+#include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
@@ -129,6 +131,33 @@ absl::Status RunAndCheckGroup(Communicator& comm, const std::vector<CollectiveCa
 
 absl::Status RunAndCheck(Communicator& comm, const CollectiveCase& c, uint64_t seed, bool device, cudaStream_t stream) {
   return RunAndCheckGroup(comm, {c}, seed, device, stream);
+}
+
+TestBuffer::TestBuffer(std::vector<uint8_t> contents, bool device) : host_(std::move(contents)) {
+  if (!device) return;
+  if (cudaMalloc(&device_, std::max<size_t>(host_.size(), 1)) != cudaSuccess ||
+      cudaMemcpy(device_, host_.data(), host_.size(), cudaMemcpyHostToDevice) != cudaSuccess) {
+    status_ = absl::InternalError(absl::StrCat("device buffer of ", host_.size(), " bytes"));
+  }
+}
+
+TestBuffer::~TestBuffer() {
+  if (device_ != nullptr) cudaFree(device_);
+}
+
+absl::Status TestBuffer::Clear() {
+  if (device_ == nullptr) {
+    std::fill(host_.begin(), host_.end(), 0xA5);
+    return absl::OkStatus();
+  }
+  return cudaMemset(device_, 0xA5, host_.size()) == cudaSuccess ? absl::OkStatus() : absl::InternalError("cudaMemset");
+}
+
+absl::StatusOr<std::vector<uint8_t>> TestBuffer::Read() {
+  if (device_ != nullptr && cudaMemcpy(host_.data(), device_, host_.size(), cudaMemcpyDeviceToHost) != cudaSuccess) {
+    return absl::InternalError("reading back a device buffer");
+  }
+  return host_;
 }
 
 }  // namespace ucclzip::testing

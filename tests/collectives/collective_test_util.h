@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "collective_reference.h"
 #include "tensor_gen.h"
 #include "ucclzip/communicator.h"
@@ -49,6 +50,29 @@ absl::Status RunAndCheck(Communicator& comm, const CollectiveCase& c, uint64_t s
 // compared with its reference. A single case is posted alone.
 absl::Status RunAndCheckGroup(Communicator& comm, const std::vector<CollectiveCase>& cases, uint64_t seed,
                               bool device = false, cudaStream_t stream = nullptr);
+
+// A rank's buffer, holding `contents`, in host memory or on the current CUDA device (as the
+// bench's TensorBuffer): the tests that run on both pass data() to the call.
+class TestBuffer {
+ public:
+  TestBuffer(std::vector<uint8_t> contents, bool device);
+  ~TestBuffer();
+  TestBuffer(const TestBuffer&) = delete;
+  TestBuffer& operator=(const TestBuffer&) = delete;
+
+  // Whether the device copy was made.
+  const absl::Status& status() const { return status_; }
+  void* data() { return device_ != nullptr ? device_ : host_.data(); }
+  // Fills it with 0xA5, before a checked call, so that a byte the call misses shows.
+  absl::Status Clear();
+  // What it holds now.
+  absl::StatusOr<std::vector<uint8_t>> Read();
+
+ private:
+  std::vector<uint8_t> host_;
+  void* device_ = nullptr;
+  absl::Status status_;
+};
 
 // Posts the case's call on buffers already in place.
 Operation Post(Communicator& comm, const CollectiveCase& c, const void* send, void* recv, cudaStream_t stream);

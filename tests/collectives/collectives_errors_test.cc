@@ -11,7 +11,6 @@
 #include <algorithm>
 #include <array>
 #include <cstring>
-#include <memory>
 #include <thread>
 
 #include "absl/strings/match.h"
@@ -453,42 +452,12 @@ TEST(CollectiveErrors, AStalledRingNamesWhatEachBlockWaitedFor) {
   }));
 }
 
-// A rank's buffer, holding `contents`, in host memory or on device 0: the tests below run on
-// both, where device memory takes the GPU codec and the device paths of the transfers.
-class RankBuffer {
- public:
-  static absl::StatusOr<std::unique_ptr<RankBuffer>> Make(const std::vector<uint8_t>& contents, bool device) {
-    auto buffer = std::unique_ptr<RankBuffer>(new RankBuffer(contents));
-    if (!device) return buffer;
-    if (cudaSetDevice(0) != cudaSuccess || cudaMalloc(&buffer->device_, contents.size()) != cudaSuccess ||
-        cudaMemcpy(buffer->device_, contents.data(), contents.size(), cudaMemcpyHostToDevice) != cudaSuccess) {
-      return absl::InternalError(absl::StrCat("a device buffer of ", contents.size(), " bytes"));
-    }
-    return buffer;
-  }
-  RankBuffer(const RankBuffer&) = delete;
-  RankBuffer& operator=(const RankBuffer&) = delete;
-  ~RankBuffer() {
-    if (device_ != nullptr) cudaFree(device_);
-  }
-
-  void* data() { return device_ != nullptr ? device_ : host_.data(); }
-
-  // Fails unless the buffer still holds what it was made with.
-  absl::Status ExpectUnchanged(const std::vector<uint8_t>& contents, const std::string& what) {
-    if (device_ != nullptr &&
-        cudaMemcpy(host_.data(), device_, host_.size(), cudaMemcpyDeviceToHost) != cudaSuccess) {
-      return absl::InternalError(absl::StrCat(what, ": reading the device buffer back"));
-    }
-    return ExpectSameBytes(host_.data(), contents.data(), contents.size(), what);
-  }
-
- private:
-  explicit RankBuffer(const std::vector<uint8_t>& contents) : host_(contents) {}
-
-  std::vector<uint8_t> host_;
-  void* device_ = nullptr;
-};
+// Fails unless `buffer` still holds `contents`: a failed call wrote nothing into it.
+absl::Status ExpectUnchanged(TestBuffer& buffer, const std::vector<uint8_t>& contents, const std::string& what) {
+  absl::StatusOr<std::vector<uint8_t>> now = buffer.Read();
+  if (!now.ok()) return now.status();
+  return ExpectSameBytes(now->data(), contents.data(), contents.size(), what);
+}
 
 // A root's frame whose envelope has gone is sent whole though the root's call fails while it is
 // encoded: rank 1, in rank 0's place a leaf that agreed, has the envelope and waits for the rest.
@@ -544,8 +513,8 @@ TEST_P(CollectiveRootFailingWhileItEncodes, StillSendsTheFrameItsEnvelopeAnnounc
     }
     if (absl::Status s = bootstrap.Barrier(deadline); !s.ok()) return s;
     if (context.rank == 0) {
-      absl::StatusOr<std::unique_ptr<RankBuffer>> buffer = RankBuffer::Make(data, device);
-      if (!buffer.ok()) return buffer.status();
+      TestBuffer buffer(data, device);
+      if (!buffer.status().ok()) return buffer.status();
       cudaStream_t stream = nullptr;
       pipeline::StreamFlags* flags = nullptr;
       pipeline::StreamFlags::Ticket gate{};
@@ -561,7 +530,7 @@ TEST_P(CollectiveRootFailingWhileItEncodes, StillSendsTheFrameItsEnvelopeAnnounc
         gate = *ticket;
       }
       const absl::Time start = absl::Now();
-      const Operation op = (*comm)->Broadcast((*buffer)->data(), (*buffer)->data(), kCount, DataType::kBFloat16, 0, stream);
+      const Operation op = (*comm)->Broadcast(buffer.data(), buffer.data(), kCount, DataType::kBFloat16, 0, stream);
       if (device) {
         const absl::Time give_up = absl::Now() + absl::Seconds(2);
         while (!op.Test() && absl::Now() < give_up) absl::SleepFor(absl::Milliseconds(1));
@@ -585,7 +554,7 @@ TEST_P(CollectiveRootFailingWhileItEncodes, StillSendsTheFrameItsEnvelopeAnnounc
         }
         cudaStreamDestroy(stream);
       }
-      if (absl::Status s = (*buffer)->ExpectUnchanged(data, "the root's buffer"); !s.ok()) return s;
+      if (absl::Status s = ExpectUnchanged(buffer, data, "the root's buffer"); !s.ok()) return s;
       return bootstrap.Barrier(absl::Now() + absl::Seconds(30));
     }
     std::array<uint8_t, pipeline::kEnvelopeBytes> envelope_bytes{};
@@ -662,11 +631,11 @@ TEST_P(CollectiveRanksThatDisagree, TakeAndDropTheFramesTheyRefuse) {
     if (!comm.ok()) return comm.status();
     const std::vector<uint8_t> data =
         GenerateTensor(DataType::kBFloat16, kCount, {DistKind::kGaussian, 0.02}, context.rank);
-    absl::StatusOr<std::unique_ptr<RankBuffer>> buffer = RankBuffer::Make(data, device);
-    if (!buffer.ok()) return buffer.status();
+    TestBuffer buffer(data, device);
+    if (!buffer.status().ok()) return buffer.status();
     const absl::Time start = absl::Now();
     const absl::Status status =
-        (*comm)->Broadcast((*buffer)->data(), (*buffer)->data(), kCount, DataType::kBFloat16, context.rank, nullptr)
+        (*comm)->Broadcast(buffer.data(), buffer.data(), kCount, DataType::kBFloat16, context.rank, nullptr)
             .Wait(absl::Seconds(30));
     const absl::Duration took = absl::Now() - start;
     const int peer = 1 - context.rank;
@@ -686,7 +655,7 @@ TEST_P(CollectiveRanksThatDisagree, TakeAndDropTheFramesTheyRefuse) {
         return absl::InternalError(absl::StrCat("after the failed broadcast: ", s.ToString()));
       }
     }
-    if (absl::Status s = (*buffer)->ExpectUnchanged(data, "the refusing rank's buffer"); !s.ok()) return s;
+    if (absl::Status s = ExpectUnchanged(buffer, data, "the refusing rank's buffer"); !s.ok()) return s;
     return internal::CommunicatorAccess::BootstrapOf(**comm).Barrier(absl::Now() + absl::Seconds(30));
   }));
 }
