@@ -341,10 +341,12 @@ class Communicator {
   // links count it (pipeline::Engine::MarkUnplaced), so that where a peer's matching call did
   // take its places, the next pairing fails as out of step instead of delivering that call's
   // messages to this rank's next one.
-  // A `collective` call counts among the collective calls too (pipeline::Schedule::ordinal).
-  Operation RefusedUnplaced(const absl::Status& status, const std::vector<int>& peers, bool collective);
-  // RefusedUnplaced for a collective whose schedule cannot be built: every link counts it.
-  Operation RefusedUnplacedCollective(const absl::Status& status);
+  // A collective counts among the collective calls too (pipeline::Schedule::ordinal). `call`
+  // is what was called (its status is call.refused, or else `status`).
+  Operation RefusedUnplaced(const pipeline::Call& call, const absl::Status& status, const std::vector<int>& peers);
+  // RefusedUnplaced for a collective whose schedule cannot be built (`call`'s has no steps):
+  // every link counts it.
+  Operation RefusedUnplacedCollective(const pipeline::Call& call);
   std::vector<int> OtherRanks() const;
   explicit Communicator(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;

@@ -40,7 +40,9 @@ Operation Communicator::AllGather(const void* sendbuff, void* recvbuff, size_t s
       .dtype = dtype,
       .world_size = size()};
   absl::Status refused = collectives::CheckArgs(args);
-  if (!refused.ok() && !collectives::Schedulable(args)) return RefusedUnplacedCollective(refused);
+  if (!refused.ok() && !collectives::Schedulable(args)) {
+    return RefusedUnplacedCollective(collectives::UnschedulableCall(pipeline::OperationKind::kAllGather, args, refused));
+  }
   return Submit(collectives::MakeCall(collectives::RingAllGather(rank(), size(), sendcount, collectives::InPlace(args)),
                                       args, stream, options, std::move(refused)));
 }

@@ -20,7 +20,9 @@ Operation Communicator::AllReduce(const void* sendbuff, void* recvbuff, size_t c
       .op = op,
       .world_size = size()};
   absl::Status refused = collectives::CheckArgs(args);
-  if (!refused.ok() && !collectives::Schedulable(args)) return RefusedUnplacedCollective(refused);
+  if (!refused.ok() && !collectives::Schedulable(args)) {
+    return RefusedUnplacedCollective(collectives::UnschedulableCall(pipeline::OperationKind::kAllReduce, args, refused));
+  }
   const bool in_place = collectives::InPlace(args);
   pipeline::Schedule schedule =
       collectives::TakesSmallAlgorithm(uint64_t{count} * ElementSize(dtype), this->options().recursive_doubling_bytes)

@@ -21,7 +21,9 @@ Operation Communicator::Broadcast(const void* sendbuff, void* recvbuff, size_t c
       .world_size = size(),
       .root = root};
   absl::Status refused = collectives::CheckArgs(args);
-  if (!refused.ok() && !collectives::Schedulable(args)) return RefusedUnplacedCollective(refused);
+  if (!refused.ok() && !collectives::Schedulable(args)) {
+    return RefusedUnplacedCollective(collectives::UnschedulableCall(pipeline::OperationKind::kBroadcast, args, refused));
+  }
   const bool in_place = collectives::InPlace(args);
   pipeline::Schedule schedule =
       collectives::TakesSmallAlgorithm(uint64_t{count} * ElementSize(dtype), this->options().tree_broadcast_bytes)

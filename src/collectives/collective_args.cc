@@ -32,6 +32,12 @@ pipeline::Call MakeCall(pipeline::Schedule schedule, const CollectiveArgs& args,
                         .refused = std::move(refused)};
 }
 
+pipeline::Call UnschedulableCall(pipeline::OperationKind kind, const CollectiveArgs& args, absl::Status refused) {
+  return pipeline::Call{.schedule = {.kind = kind, .op = args.op, .root = args.root.value_or(-1), .count = args.count},
+                        .dtype = args.dtype,
+                        .refused = std::move(refused)};
+}
+
 namespace {
 
 // in_place_offset in bytes, wrapping as addresses do (the offset may be negative, and an

@@ -53,6 +53,11 @@ std::string OperationName(int rank, pipeline::OperationKind kind, uint64_t count
 // doubling, the binomial tree) under its option's `limit` in bytes (0: never).
 bool TakesSmallAlgorithm(uint64_t bytes, size_t limit);
 
+// The call of a collective of `kind` that CheckArgs refused and whose schedule cannot be built
+// (!Schedulable): what it was, without steps, for the notices that tell its peers
+// (Communicator::RefusedUnplacedCollective).
+pipeline::Call UnschedulableCall(pipeline::OperationKind kind, const CollectiveArgs& args, absl::Status refused);
+
 // The engine's call for a checked collective; `refused`: what CheckArgs said, where not OK.
 pipeline::Call MakeCall(pipeline::Schedule schedule, const CollectiveArgs& args, cudaStream_t stream,
                         const CollectiveOptions& options, absl::Status refused = absl::OkStatus());

@@ -70,7 +70,9 @@ Operation Communicator::Reduce(const void* sendbuff, void* recvbuff, size_t coun
       .world_size = size(),
       .root = root};
   absl::Status refused = collectives::CheckArgs(args);
-  if (!refused.ok() && !collectives::Schedulable(args)) return RefusedUnplacedCollective(refused);
+  if (!refused.ok() && !collectives::Schedulable(args)) {
+    return RefusedUnplacedCollective(collectives::UnschedulableCall(pipeline::OperationKind::kReduce, args, refused));
+  }
   return Submit(collectives::MakeCall(
       collectives::ChainReduce(rank(), size(), count, op, root, is_root && collectives::InPlace(args)), args, stream,
       options, std::move(refused)));

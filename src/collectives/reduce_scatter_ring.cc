@@ -73,7 +73,9 @@ Operation Communicator::ReduceScatter(const void* sendbuff, void* recvbuff, size
       .op = op,
       .world_size = size()};
   absl::Status refused = collectives::CheckArgs(args);
-  if (!refused.ok() && !collectives::Schedulable(args)) return RefusedUnplacedCollective(refused);
+  if (!refused.ok() && !collectives::Schedulable(args)) {
+    return RefusedUnplacedCollective(collectives::UnschedulableCall(pipeline::OperationKind::kReduceScatter, args, refused));
+  }
   const bool in_place = collectives::InPlace(args);
   return Submit(collectives::MakeCall(collectives::RingReduceScatter(rank(), size(), recvcount, op, in_place), args,
                                       stream, options, std::move(refused)));

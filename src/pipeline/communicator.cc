@@ -186,8 +186,11 @@ Operation Communicator::Refused(const absl::Status& status) {
   return Operation({failed});
 }
 
-Operation Communicator::RefusedUnplaced(const absl::Status& status, const std::vector<int>& peers, bool collective) {
-  impl_->engine->MarkUnplaced(peers, collective);
+Operation Communicator::RefusedUnplaced(const pipeline::Call& call, const absl::Status& status,
+                                        const std::vector<int>& peers) {
+  pipeline::Call refused = call;
+  if (refused.refused.ok()) refused.refused = status;
+  impl_->engine->MarkUnplaced(peers, refused);
   return Refused(status);
 }
 
@@ -199,8 +202,8 @@ std::vector<int> Communicator::OtherRanks() const {
   return others;
 }
 
-Operation Communicator::RefusedUnplacedCollective(const absl::Status& status) {
-  return RefusedUnplaced(status, OtherRanks(), /*collective=*/true);
+Operation Communicator::RefusedUnplacedCollective(const pipeline::Call& call) {
+  return RefusedUnplaced(call, call.refused, OtherRanks());
 }
 
 Operation Communicator::Submit(pipeline::Call call) {
@@ -221,8 +224,7 @@ Operation Communicator::Submit(pipeline::Call call) {
     };
     for (const pipeline::SendStep& step : call.schedule.sends) note(step.peer);
     for (const pipeline::RecvStep& step : call.schedule.recvs) note(step.peer);
-    return RefusedUnplaced(call.refused.ok() ? spec.status() : call.refused, peers,
-                           call.schedule.kind != pipeline::OperationKind::kSendRecv);
+    return RefusedUnplaced(call, call.refused.ok() ? spec.status() : call.refused, peers);
   }
   std::shared_ptr<transport::Request> request = spec->request;
   {

@@ -447,11 +447,22 @@ void Engine::Abort(const absl::Status& why) {
   woken_.store(true, std::memory_order_release);
 }
 
-void Engine::MarkUnplaced(const std::vector<int>& peers, bool collective) {
+void Engine::MarkUnplaced(const std::vector<int>& peers, const Call& call) {
+  Schedule refused = call.schedule;
+  {
+    absl::MutexLock lock(&mutex_);
+    for (int peer : peers) ++unplaced_[peer];
+    if (!peers.empty()) any_unplaced_.store(true, std::memory_order_release);
+    if (call.schedule.kind == OperationKind::kSendRecv) return;
+    refused.ordinal = collective_calls_++;
+  }
+  // A notice names the call's type: the peers of one refused for its type wait for their timeout.
+  if (!IsValidDataType(static_cast<uint8_t>(call.dtype))) return;
+  std::vector<std::unique_ptr<SentNotice>> sent;
+  SendNotices(lanes_, CallNotice(refused, call.dtype, call.refused.code(), lanes_.FirstFailedPeer()), sent, {});
   absl::MutexLock lock(&mutex_);
-  if (collective) ++collective_calls_;
-  for (int peer : peers) ++unplaced_[peer];
-  if (!peers.empty()) any_unplaced_.store(true, std::memory_order_release);
+  std::erase_if(unplaced_notices_, [](const auto& notice) { return notice->request->Test(); });
+  for (auto& notice : sent) unplaced_notices_.push_back(std::move(notice));
 }
 
 void Engine::StartSequencesAt(uint32_t first) {

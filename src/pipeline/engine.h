@@ -22,6 +22,7 @@
 #include "pipeline/compression_policy.h"
 #include "pipeline/device_slots.h"
 #include "pipeline/host_codec_jobs.h"
+#include "pipeline/notices.h"
 #include "pipeline/operation_task.h"
 #include "pipeline/stream_flags.h"
 #include "pipeline/transport_lanes.h"
@@ -102,8 +103,10 @@ class Engine {
   // where the peer's matching call did take its places, this rank is a call behind it there,
   // and its next call would pair with the messages of the peer's earlier one and could complete
   // with their data. Calls refused alike on both sides keep the counts equal.
-  // A collective refused so also counts among the collective calls (Schedule::ordinal).
-  void MarkUnplaced(const std::vector<int>& peers, bool collective);
+  // A collective refused so also counts among the collective calls (Schedule::ordinal), and
+  // tells every peer so by a notice (notices.h), for its peers may wait for it (`call`: what the
+  // call was, its schedule's steps aside; its status is call.refused).
+  void MarkUnplaced(const std::vector<int>& peers, const Call& call);
 
  private:
   absl::Status EnsureDevice(int device);
@@ -137,6 +140,8 @@ class Engine {
   // next one's Schedule::ordinal. Counted as places are taken, not as calls are made, since
   // threads of one rank may make calls in another order than they post them (in a group).
   uint32_t collective_calls_ ABSL_GUARDED_BY(mutex_) = 0;
+  // The notices of collectives refused before they took their places, until sent.
+  std::vector<std::unique_ptr<SentNotice>> unplaced_notices_ ABSL_GUARDED_BY(mutex_);
   bool wake_ ABSL_GUARDED_BY(mutex_) = false;
   // wake_, readable without the mutex, for the spin before sleep; wake_ alone decides.
   std::atomic<bool> woken_{false};

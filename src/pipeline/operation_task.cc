@@ -200,11 +200,13 @@ bool OperationTask::Advance(TaskContext& context) {
   bool moved = AdvanceRecvs(context);
   moved |= AdvanceSends(context);
   moved |= AdvanceCopies(context);
+  moved |= LookForStrays(context);
   return moved;
 }
 
 bool OperationTask::finished() const {
   if (copies_ != CopyStage::kDone) return false;
+  if (!StrayLooksSettled()) return false;
   if (!recv_blocks_.empty() && !envelopes_posted_) return false;
   for (const RecvBlock& block : recv_blocks_) {
     if (!block.retired) return false;

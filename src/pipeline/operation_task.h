@@ -27,6 +27,7 @@
 #include "pipeline/envelope.h"
 #include "pipeline/held_streams.h"
 #include "pipeline/host_codec_jobs.h"
+#include "pipeline/notices.h"
 #include "pipeline/peer_places.h"
 #include "pipeline/plain_run.h"
 #include "pipeline/reduce.h"
@@ -40,8 +41,24 @@
 
 namespace ucclzip::pipeline {
 
-// Tag streams of the parts of one block (the block's sequence is the OpTag sequence).
+// Tag streams of the parts of one block (the block's sequence is the OpTag sequence). A
+// collective's envelopes go on a stream of their call's ordinal instead (WireStream).
 enum PartStream : uint32_t { kEnvelopeStream = 0, kRawStream = 1, kHeadStream = 2, kCodedStream = 3 };
+// A collective's envelopes (kNoticeStream, notices.h, is 4): kFirstOrdinalStream + its ordinal modulo kOrdinalStreams, so that a
+// rank waiting in one collective can tell what its peers sent for that call, whatever the
+// sequence, from what they sent for others.
+inline constexpr uint32_t kFirstOrdinalStream = 5;
+inline constexpr uint32_t kOrdinalStreams = transport::kMaxStream + 1 - kFirstOrdinalStream;
+
+// The tag stream of `part` of a block of an operation of `kind` that is its communicator's
+// collective call `ordinal` (ignored for point-to-point messages).
+inline uint32_t WireStream(PartStream part, OperationKind kind, uint32_t ordinal) {
+  if (part != kEnvelopeStream || kind == OperationKind::kSendRecv) return part;
+  return kFirstOrdinalStream + ordinal % kOrdinalStreams;
+}
+
+// "broadcast of 1000 elements of bf16 (root 0)": a call as errors name it.
+std::string DescribeOperation(OperationKind kind, uint64_t count, DataType dtype, ReduceOp op, int root);
 
 struct OperationSpec {
   Schedule schedule;
@@ -254,7 +271,8 @@ class OperationTask {
   uint64_t RunElements(uint64_t count, uint32_t block, uint32_t blocks) const;
   Envelope OperationEnvelope() const;
   transport::OpTag Tag(uint32_t first, uint32_t position, PartStream stream) const {
-    return transport::OpTag{(first + position) & transport::kMaxSequence, stream};
+    return transport::OpTag{(first + position) & transport::kMaxSequence,
+                            WireStream(stream, spec_.schedule.kind, spec_.schedule.ordinal)};
   }
   static std::optional<absl::Status> Completed(const std::vector<std::shared_ptr<transport::Request>>& requests);
 
@@ -304,6 +322,31 @@ class OperationTask {
   // The spec's count of unplaced calls on the link to `peer`.
   uint16_t UnplacedOn(int peer) const { return spec_.unplaced.empty() ? 0 : spec_.unplaced[peer]; }
 
+  // --- strays and notices (operation_task_strays.cc)
+  // A collective that has run for kStrayLookAfter looks, every kStrayLookInterval, for what its
+  // peers sent it that none of its receives takes (ranks that disagree on a root send to ranks
+  // that do not receive from them), and for their notices that they gave up this call; it fails
+  // naming the peer and both calls. A collective that fails sends every peer a notice.
+  struct StrayLook {
+    int peer = 0;
+    bool notice = false;  // on kNoticeStream; else on this call's envelope stream
+    std::array<uint8_t, kEnvelopeBytes> bytes{};
+    transport::OpTag found;  // written by the transport before the request completes
+    std::shared_ptr<transport::Request> request;
+  };
+  // A healthy collective of a few blocks is done long before it would look; a large one looks a
+  // few times a second, 2 (n - 1) probes of UCX's unexpected queue each.
+  static constexpr absl::Duration kStrayLookAfter = absl::Milliseconds(100);
+  static constexpr absl::Duration kStrayLookInterval = absl::Milliseconds(100);
+  bool LookForStrays(TaskContext& context);
+  // A look that took a message: fails the task where it belongs to this call.
+  void OnStray(TaskContext& context, const StrayLook& look);
+  // Drops the parts that follow a stray envelope.
+  void DropStrayParts(TaskContext& context, int peer, transport::OpTag tag, const Envelope& envelope);
+  // Once the task has failed: its call, as an abandoned envelope, to every peer.
+  void SendNotices(TaskContext& context);
+  bool StrayLooksSettled() const;
+
   // --- receiving (operation_task_recv.cc)
   bool AdvanceRecvs(TaskContext& context);
   bool AdvanceRecv(TaskContext& context, RecvBlock& block);
@@ -319,6 +362,9 @@ class OperationTask {
   // (operation, counts, type, operator, root, ordinal, unplaced calls); else the error naming
   // both sides, after which the link is out of step (MarkOutOfStep).
   absl::Status PairingMismatch(const Envelope& envelope, const RecvBlock& block) const;
+  // OK when `envelope`'s count of calls refused before they took their places on the link from
+  // `peer` is this rank's; else the error that says this call pairs with another of the peer's.
+  absl::Status UnplacedMismatch(const Envelope& envelope, int peer) const;
   void MarkOutOfStep(int peer);
   // After a point-to-point block's envelope: the blocks its run carries take the run's envelope
   // for their own, and the envelope of the block after them is posted.
@@ -385,6 +431,12 @@ class OperationTask {
   HostCopyPosition host_copy_;
 
   std::vector<std::pair<int, absl::Status>> out_of_step_;
+
+  // Owned here, since the transport writes into them: the looks in flight and the notices sent.
+  std::vector<std::unique_ptr<StrayLook>> stray_looks_;
+  std::vector<std::unique_ptr<SentNotice>> notices_;
+  absl::Time next_stray_look_ = started_ + kStrayLookAfter;
+  bool notices_sent_ = false;
 };
 
 // CUDA's answer for an event: true when done, false when pending; errors become a status.

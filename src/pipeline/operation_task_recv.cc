@@ -18,8 +18,6 @@ namespace ucclzip::pipeline {
 
 using transport::MemoryType;
 
-namespace {
-
 std::string DescribeOperation(OperationKind kind, uint64_t count, DataType dtype, ReduceOp op, int root) {
   std::string text = absl::StrCat(OperationKindName(kind), " of ", count, " elements of ", DataTypeName(dtype));
   if (KindReduces(kind) && KindHasRoot(kind)) return absl::StrCat(text, " (", ReduceOpName(op), ", root ", root, ")");
@@ -27,6 +25,8 @@ std::string DescribeOperation(OperationKind kind, uint64_t count, DataType dtype
   if (KindHasRoot(kind)) return absl::StrCat(text, " (root ", root, ")");
   return text;
 }
+
+namespace {
 
 // How an envelope says its block's bytes travel: "alone", "as the first of a run of 3 blocks",
 // "in block 2's run of 3 blocks".
@@ -171,19 +171,22 @@ bool OperationTask::DiscardUnposted(TaskContext& context, RecvBlock& block) {
   return true;
 }
 
+absl::Status OperationTask::UnplacedMismatch(const Envelope& envelope, int peer) const {
+  // A call refused on one side only before it could take its places leaves this rank's call
+  // paired with another than the peer's, however alike the two look (Engine::MarkUnplaced).
+  if (envelope.unplaced == UnplacedOn(peer)) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat(
+      "peer ", peer, " counts ", envelope.unplaced, " and rank ", rank_, " ", UnplacedOn(peer),
+      " calls between them refused before they took their places on the link (modulo 65536): one side refused a "
+      "call that the other made, and this call pairs with another of the peer's"));
+}
+
 absl::Status OperationTask::PairingMismatch(const Envelope& envelope, const RecvBlock& block) const {
   const RecvStep& step = spec_.schedule.recvs[block.step];
   const Schedule& mine = spec_.schedule;
   const uint64_t elements = BlockElements(step.count, block.index);
   const uint32_t blocks = BlockCount(step.count, spec_.block_elements);
-  // A call refused on one side only before it could take its places leaves this rank's call
-  // paired with another than the peer's, however alike the two look (Engine::MarkUnplaced).
-  if (envelope.unplaced != UnplacedOn(step.peer)) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "peer ", step.peer, " counts ", envelope.unplaced, " and rank ", rank_, " ", UnplacedOn(step.peer),
-        " calls between them refused before they took their places on the link (modulo 65536): one side refused a "
-        "call that the other made, and this call pairs with another of the peer's"));
-  }
+  if (absl::Status unplaced = UnplacedMismatch(envelope, step.peer); !unplaced.ok()) return unplaced;
   // A point-to-point message is checked by its count and type alone, below. A call refused for
   // its operator took its places all the same: its abandoned envelopes carry that operator, and
   // its own given-up receives compare it with the peers'.

@@ -88,6 +88,14 @@ class Transport {
   // quietly. Until session 39 it was cancelled at once, and the message stayed in UCX's
   // unexpected queue for good. Any thread.
   void GiveUpRecv(const std::shared_ptr<Request>& request);
+  // Takes one message from `peer` on `stream` that no posted receive took, whatever its
+  // sequence: what a peer sent that its caller's receives do not expect (the pipeline looks for
+  // the envelopes of a collective whose ranks disagree, docs/PIPELINE.md, "Errors"). Every
+  // receive posted before it on this transport has had its chance to match first. Completes at
+  // once: NotFound where none has arrived, else with the message in `data` (at most `bytes`;
+  // a longer one fails) and its tag in `*found`, which must stay valid until then. Any thread.
+  std::shared_ptr<Request> TakeStray(int peer, uint32_t stream, void* data, size_t bytes, OpTag* found,
+                                     CompletionCallback on_complete = {});
   // Takes and drops the peer's message of `tag`, which its caller will not receive (the parts
   // of a block whose envelope a failed pipeline call matched), so that the sender's transfer
   // completes instead of failing the link at op_timeout. A message that has not come within
@@ -169,7 +177,7 @@ class Transport {
   // stream is held yet, and the first operation no longer pays for the wireup.
   absl::Status ConnectEveryPeer(absl::Time deadline);
   std::shared_ptr<Request> Post(OpKind kind, int peer, uint8_t* data, size_t bytes, MemoryType type, OpTag tag,
-                                CompletionCallback on_complete);
+                                CompletionCallback on_complete, OpTag* stray_found = nullptr);
   // Checks a posted op and records what its buffer is.
   absl::Status Validate(Op& op, MemoryType type) const;
   // True for a device buffer that UCX would take itself but whose addresses belonged to another
@@ -181,6 +189,8 @@ class Transport {
   // Moves posted ops into the active list and handles Abort; sets *stop once Shutdown began.
   bool TakeSubmissions(bool* stop);
   void Start(Op& op);
+  // TakeStray's op: probes for the message and receives it, or fails the op with NotFound.
+  void StartStrayTake(Op& op);
   // Advances the ops with news and the polled ones.
   bool AdvanceChanged();
   bool Advance(Op& op);

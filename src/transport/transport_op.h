@@ -64,6 +64,8 @@ struct Op {
   uint32_t blocks_done = 0;
   absl::Time deadline;  // pushed back whenever a block completes
   bool given_up = false;  // Transport::GiveUpRecv: at the deadline it is cancelled, not its peer failed
+  // Transport::TakeStray's receive: of any sequence on tag.stream; the tag it took goes here.
+  OpTag* stray_found = nullptr;
   absl::Status error;
   absl::Time failed_at = absl::InfiniteFuture();
 

@@ -259,6 +259,8 @@ void Transport::Start(Op& op) {
   op.deadline = absl::Now() + options_.op_timeout;
   if (const absl::Status& failure = peers_[op.peer].failure; !failure.ok()) {
     op.Fail(failure);
+  } else if (op.stray_found != nullptr) {
+    StartStrayTake(op);
   } else if (op.staged) {
     if (absl::StatusOr<StagingPath*> path = StagingFor(op); !path.ok()) op.Fail(path.status());
     // Advance starts the blocks as staging blocks free up.
@@ -270,6 +272,24 @@ void Transport::Start(Op& op) {
     }
   }
   MarkChanged(op);  // a failed op has finished, a staged one is polled
+}
+
+void Transport::StartStrayTake(Op& op) {
+  // Every field a receive matches but the sequence: the first block of a message of any
+  // sequence on this stream from this peer (a stray is one block: TakeStray's callers take
+  // envelopes, whose messages are far smaller than a transport block).
+  constexpr uint64_t kAnySequence = kMatchMask & ~(uint64_t{kMaxSequence} << 24);
+  ucp_tag_recv_info_t info{};
+  const uint64_t tag = MessageTag{communicator_id_, static_cast<uint32_t>(op.peer), op.tag, false, 0}.Pack();
+  ucp_tag_message_h message = ucp_tag_probe_nb(context_->worker(), tag, kAnySequence, /*remove=*/1, &info);
+  if (message == nullptr) {
+    op.Fail(absl::NotFoundError("no stray message"));
+    return;
+  }
+  const MessageTag taken = MessageTag::Unpack(info.sender_tag);
+  *op.stray_found = taken.op;
+  op.tag = taken.op;  // so that the op describes the message it received
+  PostNetwork(op.blocks[0], op.data, op.bytes, /*host_buffer=*/true, message);
 }
 
 absl::StatusOr<StagingPath*> Transport::StagingFor(const Op& op) {

@@ -30,7 +30,8 @@ namespace {
 struct Disagreement {
   std::string name;
   CollectiveCase agreed;
-  CollectiveCase odd;  // what rank 1 calls instead
+  CollectiveCase odd;  // what rank `odd_rank` calls instead
+  int odd_rank = 1;
   // The rank that receives the first message of the other side's call, and what it must say:
   // in a ring or chain rank 2, which receives from rank 1; in a recursive-doubling allreduce of
   // 3 ranks rank 1, which hears from both others before it sends them anything.
@@ -40,8 +41,12 @@ struct Disagreement {
   // A rank that hears only from ranks that agree with it, and may then succeed with the data
   // they agree on (-1: none; in a ring or chain every rank fails).
   int may_succeed = -1;
-  // What that rank's next call (rank 1's call, made by every rank) must fail with, if anything.
+  // What that rank's next call (the odd rank's call, made by every rank) must fail with, if anything.
   std::vector<std::string> next_seen;
+  // A rank that hears from no rank that disagrees with it, but is told by the notice of one that
+  // failed (docs/PIPELINE.md, "Errors"), and what it must say (-1: none).
+  int told = -1;
+  std::vector<std::string> told_seen;
 };
 
 class CollectiveDisagreement : public ::testing::TestWithParam<Disagreement> {};
@@ -53,8 +58,17 @@ TEST_P(CollectiveDisagreement, RanksThatDisagreeFailWithBothValues) {
     if (d.rings_and_chains) options.recursive_doubling_bytes = options.tree_broadcast_bytes = 0;
     auto comm = CreateCommunicator(context, options);
     if (!comm.ok()) return comm.status();
-    const CollectiveCase& mine = context.rank == 1 ? d.odd : d.agreed;
+    const CollectiveCase& mine = context.rank == d.odd_rank ? d.odd : d.agreed;
+    const absl::Time start = absl::Now();
     absl::Status status = RunAndCheck(**comm, mine, 3);
+    const absl::Duration took = absl::Now() - start;
+    // Every rank that fails does so within half the operation timeout: ranks that hear from
+    // none of the ranks they wait for take what the others sent them (strays), or the notices
+    // of those that failed (until session 42 some waited for the timeout).
+    if (!status.ok() && took > options.op_timeout / 2) {
+      return absl::InternalError(absl::StrCat("rank ", context.rank, " failed after ", absl::FormatDuration(took),
+                                              ", not within half the operation timeout: ", status.ToString()));
+    }
     // Then every rank makes rank 1's call: whatever the first call left on the links, no rank
     // may take it for this call's data (it may fail; a rank that succeeds has the right bytes,
     // which RunAndCheck checks).
@@ -75,6 +89,9 @@ TEST_P(CollectiveDisagreement, RanksThatDisagreeFailWithBothValues) {
     if (status.ok()) return absl::InternalError(absl::StrCat("rank ", context.rank, " succeeded"));
     if (context.rank == d.seer) {
       return ExpectError(status, absl::StatusCode::kInvalidArgument, d.seen, absl::StrCat("rank ", d.seer));
+    }
+    if (context.rank == d.told) {
+      return ExpectError(status, absl::StatusCode::kInvalidArgument, d.told_seen, absl::StrCat("rank ", d.told));
     }
     // The others fail too: on a rank that failed first and gave up its call (an abandoned
     // envelope), or on the disagreement.
@@ -136,8 +153,23 @@ INSTANTIATE_TEST_SUITE_P(
                      .odd = {.kind = Collective::kBroadcast, .count = 5000, .root = 1}, .seer = 0,
                      .seen = {"peer 1 called broadcast of 5000 elements of bf16 (root 1)", "rank 0 called broadcast"},
                      .may_succeed = 2,
-                     .next_seen = {"peer 1 sent this for its collective call 0 where rank 2 waits for that of its call 1",
+                     .next_seen = {"peer 1 sent rank 2 a block of its call at a place this call",
                                    "disagreed in an earlier call"}},
+        // Down the tree (2 KB), rank 2 names root 1 and the others root 0: rank 2 waits for rank 1,
+        // a leaf in its own eyes that sends it nothing, and rank 0 for rank 2's answer, which
+        // rank 2 owes root 1. Until session 42 both failed at the operation timeout, having heard
+        // nothing; rank 2 now takes rank 0's block as a stray, and rank 0 the notice of rank 2's
+        // failure.
+        Disagreement{.name = "tree_root_unheard", .agreed = {.kind = Collective::kBroadcast, .count = 1000, .root = 0},
+                     .odd = {.kind = Collective::kBroadcast, .count = 1000, .root = 1}, .odd_rank = 2,
+                     .seen = {"peer 0 called broadcast of 1000 elements of bf16 (root 0) where rank 2 called broadcast of "
+                              "1000 elements of bf16 (root 1)",
+                              "sent rank 2 a block that this call does not receive from it"},
+                     .may_succeed = 1,
+                     .told = 0,
+                     .told_seen = {"peer 2 called broadcast of 1000 elements of bf16 (root 1) where rank 0 called "
+                                   "broadcast of 1000 elements of bf16 (root 0)",
+                                   "its call failed with INVALID_ARGUMENT"}},
         Disagreement{.name = "operation", .agreed = AllReduceOf(3000),
                      .odd = {.kind = Collective::kAllGather, .count = 3000},
                      .seen = {"peer 1 called allgather of 3000", "rank 2 called allreduce of 3000"}},
@@ -480,6 +512,11 @@ struct RootFailingCase {
 
 class CollectiveRootFailingWhileItEncodes : public ::testing::TestWithParam<RootFailingCase> {};
 
+// The tag stream of a part of a block of the communicator's first collective call, a broadcast.
+uint32_t BroadcastStream(pipeline::PartStream part) {
+  return pipeline::WireStream(part, pipeline::OperationKind::kBroadcast, /*ordinal=*/0);
+}
+
 TEST_P(CollectiveRootFailingWhileItEncodes, StillSendsTheFrameItsEnvelopeAnnounced) {
   const auto [leaf_takes_the_frame, device] = GetParam();
   if (device) UCCLZIP_SKIP_WITHOUT_GPU();
@@ -505,7 +542,7 @@ TEST_P(CollectiveRootFailingWhileItEncodes, StillSendsTheFrameItsEnvelopeAnnounc
                                 .operation = pipeline::OperationKind::kBroadcast, .operation_count = kCount, .root = 1};
       const auto answer_bytes = pipeline::EncodeEnvelope(answer);
       if (absl::Status s = WaitAll({transport.Send(0, answer_bytes.data(), answer_bytes.size(), transport::MemoryType::kHost,
-                                                   transport::OpTag{0, pipeline::kEnvelopeStream})},
+                                                   transport::OpTag{0, BroadcastStream(pipeline::kEnvelopeStream)})},
                                    deadline);
           !s.ok()) {
         return s;
@@ -559,7 +596,7 @@ TEST_P(CollectiveRootFailingWhileItEncodes, StillSendsTheFrameItsEnvelopeAnnounc
     }
     std::array<uint8_t, pipeline::kEnvelopeBytes> envelope_bytes{};
     auto part = [&](void* into, uint64_t bytes, pipeline::PartStream stream) {
-      return transport.Recv(0, into, bytes, transport::MemoryType::kHost, transport::OpTag{0, stream});
+      return transport.Recv(0, into, bytes, transport::MemoryType::kHost, transport::OpTag{0, BroadcastStream(stream)});
     };
     if (absl::Status s = WaitAll({part(envelope_bytes.data(), envelope_bytes.size(), pipeline::kEnvelopeStream)}, deadline);
         !s.ok()) {
