@@ -7,7 +7,8 @@
 //
 // Files: operation_task.cc (lifecycle, ordering, local copies), operation_task_send.cc (send
 // blocks: encode or not, split-send, forwarding), operation_task_recv.cc (receive blocks:
-// envelope checks, decode, reduce), operation_task_pending.cc (what a stuck task waited for).
+// envelope checks, decode, reduce), operation_task_pending.cc (what a stuck task waited for),
+// operation_task_strays.cc (what peers sent that no receive takes; notices of failed calls).
 #pragma once
 
 #include <cuda_runtime_api.h>
