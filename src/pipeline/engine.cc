@@ -530,6 +530,7 @@ void Engine::Loop() {
   context.stats = &stats_;
   context.host_jobs = host_jobs_.get();
   context.wake = [this](const absl::Status&) { Wake(); };
+  context.early_envelopes = &early_envelopes_;
   bool stopping = false;
   int device = -1;
   bool poll_gpu = false;
@@ -553,6 +554,13 @@ void Engine::Loop() {
       wake_ = false;
       for (auto& task : submitted_) active_.push_back(std::move(task));
       submitted_.clear();
+      // Tasks are here in the order the calls were queued, as their ordinals are.
+      context.oldest_collective_ordinal = collective_calls_;
+      for (const auto& task : active_) {
+        if (task->spec().schedule.kind == OperationKind::kSendRecv) continue;
+        context.oldest_collective_ordinal = task->spec().schedule.ordinal;
+        break;
+      }
       stopping = stopping_;
       aborted = aborted_;
       if (stopping && stop_by == absl::InfiniteFuture()) stop_by = absl::Now() + kStopGrace;

@@ -140,6 +140,8 @@ class Engine {
   // next one's Schedule::ordinal. Counted as places are taken, not as calls are made, since
   // threads of one rank may make calls in another order than they post them (in a group).
   uint32_t collective_calls_ ABSL_GUARDED_BY(mutex_) = 0;
+  // Pipeline thread: envelopes a look took before their receive was posted (TaskContext).
+  std::map<std::pair<int, uint32_t>, std::array<uint8_t, kEnvelopeBytes>> early_envelopes_;
   // The notices of collectives refused before they took their places, until sent.
   std::vector<std::unique_ptr<SentNotice>> unplaced_notices_ ABSL_GUARDED_BY(mutex_);
   bool wake_ ABSL_GUARDED_BY(mutex_) = false;

@@ -23,9 +23,9 @@ void SendNotices(TransportLanes& lanes, const Envelope& notice, std::vector<std:
     if (peer == lanes.rank()) continue;
     auto message = std::make_unique<SentNotice>();
     message->bytes = EncodeEnvelope(notice);
-    // The sequence is of no use: looks take a notice of any.
-    message->request = lanes.ForSend().Send(peer, message->bytes.data(), message->bytes.size(),
-                                            transport::MemoryType::kHost, transport::OpTag{0, kNoticeStream}, on_complete);
+    message->request = lanes.ForSend().Send(
+        peer, message->bytes.data(), message->bytes.size(), transport::MemoryType::kHost,
+        transport::OpTag{notice.collective_ordinal & transport::kMaxSequence, kNoticeStream}, on_complete);
     sent.push_back(std::move(message));
   }
 }

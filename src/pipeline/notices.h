@@ -1,9 +1,11 @@
 // Notices: what a collective call that failed tells every peer, so that a peer waiting for what
 // this rank will never send learns of it (a tree's root for the answers of its leaves, one end
 // of a cycle of ranks that each wait for the other). A notice is the call as an abandoned
-// envelope, on kNoticeStream, which nothing takes but the looks of a waiting collective
-// (operation_task_strays.cc); one whose call its recipient has already left stays unread in
-// UCX's unexpected queue (88 bytes) until a later look drops it.
+// envelope, on kNoticeStream with the call's ordinal as its sequence (modulo 2^20), which
+// nothing takes but the looks of a waiting collective (operation_task_strays.cc): each call's
+// own. One whose call its recipient has already left stays unread in UCX's unexpected queue
+// (88 bytes) until a look of a later call of that rank, once no earlier call is running there,
+// drops it.
 #pragma once
 
 #include <array>

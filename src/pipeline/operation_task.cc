@@ -206,7 +206,7 @@ bool OperationTask::Advance(TaskContext& context) {
 
 bool OperationTask::finished() const {
   if (copies_ != CopyStage::kDone) return false;
-  if (!StrayLooksSettled()) return false;
+  if (!NoticesSent()) return false;
   if (!recv_blocks_.empty() && !envelopes_posted_) return false;
   for (const RecvBlock& block : recv_blocks_) {
     if (!block.retired) return false;

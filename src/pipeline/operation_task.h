@@ -14,6 +14,7 @@
 #include <cuda_runtime_api.h>
 
 #include <array>
+#include <map>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -42,21 +43,9 @@
 
 namespace ucclzip::pipeline {
 
-// Tag streams of the parts of one block (the block's sequence is the OpTag sequence). A
-// collective's envelopes go on a stream of their call's ordinal instead (WireStream).
+// Tag streams of the parts of one block (the block's sequence is the OpTag sequence); notices
+// (notices.h) go on stream 4.
 enum PartStream : uint32_t { kEnvelopeStream = 0, kRawStream = 1, kHeadStream = 2, kCodedStream = 3 };
-// A collective's envelopes (kNoticeStream, notices.h, is 4): kFirstOrdinalStream + its ordinal modulo kOrdinalStreams, so that a
-// rank waiting in one collective can tell what its peers sent for that call, whatever the
-// sequence, from what they sent for others.
-inline constexpr uint32_t kFirstOrdinalStream = 5;
-inline constexpr uint32_t kOrdinalStreams = transport::kMaxStream + 1 - kFirstOrdinalStream;
-
-// The tag stream of `part` of a block of an operation of `kind` that is its communicator's
-// collective call `ordinal` (ignored for point-to-point messages).
-inline uint32_t WireStream(PartStream part, OperationKind kind, uint32_t ordinal) {
-  if (part != kEnvelopeStream || kind == OperationKind::kSendRecv) return part;
-  return kFirstOrdinalStream + ordinal % kOrdinalStreams;
-}
 
 // "broadcast of 1000 elements of bf16 (root 0)": a call as errors name it.
 std::string DescribeOperation(OperationKind kind, uint64_t count, DataType dtype, ReduceOp op, int root);
@@ -115,6 +104,13 @@ struct TaskContext {
   transport::CompletionCallback wake;  // given to every transport request
   CommunicatorStats* stats = nullptr;
   HostCodecJobs* host_jobs = nullptr;  // where the CPU codec runs them
+  // Envelopes that a look took before any receive was posted for them (a later call's, a
+  // point-to-point message's next block), by link (peer, sequence): the receive's place takes
+  // it from here (PostEnvelope). The engine's.
+  std::map<std::pair<int, uint32_t>, std::array<uint8_t, kEnvelopeBytes>>* early_envelopes = nullptr;
+  // As the pass began: the ordinal of the oldest collective still here (or of the next one the
+  // engine queues, where none is). Notices of earlier calls are no one's.
+  uint32_t oldest_collective_ordinal = 0;
   // Per peer, whether every earlier task has started all its sends to the peer (posted all its
   // receives from it): a link's blocks start, and take their slots, in call order across tasks,
   // as within one (docs/COLLECTIVES.md, "Link order"). Set by the engine before each Advance.
@@ -272,8 +268,7 @@ class OperationTask {
   uint64_t RunElements(uint64_t count, uint32_t block, uint32_t blocks) const;
   Envelope OperationEnvelope() const;
   transport::OpTag Tag(uint32_t first, uint32_t position, PartStream stream) const {
-    return transport::OpTag{(first + position) & transport::kMaxSequence,
-                            WireStream(stream, spec_.schedule.kind, spec_.schedule.ordinal)};
+    return transport::OpTag{(first + position) & transport::kMaxSequence, stream};
   }
   static std::optional<absl::Status> Completed(const std::vector<std::shared_ptr<transport::Request>>& requests);
 
@@ -325,28 +320,28 @@ class OperationTask {
 
   // --- strays and notices (operation_task_strays.cc)
   // A collective that has run for kStrayLookAfter looks, every kStrayLookInterval, for what its
-  // peers sent it that none of its receives takes (ranks that disagree on a root send to ranks
-  // that do not receive from them), and for their notices that they gave up this call; it fails
-  // naming the peer and both calls. A collective that fails sends every peer a notice.
-  struct StrayLook {
-    int peer = 0;
-    bool notice = false;  // on kNoticeStream; else on this call's envelope stream
-    std::array<uint8_t, kEnvelopeBytes> bytes{};
-    transport::OpTag found;  // written by the transport before the request completes
-    std::shared_ptr<transport::Request> request;
-  };
-  // A healthy collective of a few blocks is done long before it would look; a large one looks a
-  // few times a second, 2 (n - 1) probes of UCX's unexpected queue each.
+  // peers sent it that no receive takes (ranks that disagree on a root send to ranks that do not
+  // receive from them) and for their notices that they gave up this call; it fails naming the
+  // peer and both calls. A collective that fails sends every peer a notice.
   static constexpr absl::Duration kStrayLookAfter = absl::Milliseconds(100);
   static constexpr absl::Duration kStrayLookInterval = absl::Milliseconds(100);
+  // At most this many messages taken from one peer in one look (strays of earlier calls, stale
+  // notices): the rest at the next look.
+  static constexpr int kMaxTakenPerLook = 16;
   bool LookForStrays(TaskContext& context);
-  // A look that took a message: fails the task where it belongs to this call.
-  void OnStray(TaskContext& context, const StrayLook& look);
+  // One message from `peer` that `query` allows, taken at once into `bytes`; false where none.
+  bool TakeStray(TaskContext& context, int peer, const transport::StrayQuery& query,
+                 std::array<uint8_t, kEnvelopeBytes>& bytes, transport::OpTag& found);
+  // A stray envelope taken from `peer`: fails the task where it is this call's; kept for its
+  // receive where it is a later call's or a point-to-point message's; else dropped.
+  void OnStrayEnvelope(TaskContext& context, int peer, transport::OpTag tag, const std::array<uint8_t, kEnvelopeBytes>& bytes);
+  // This call's notice from `peer`: fails the task.
+  void OnNotice(int peer, const std::array<uint8_t, kEnvelopeBytes>& bytes);
   // Drops the parts that follow a stray envelope.
   void DropStrayParts(TaskContext& context, int peer, transport::OpTag tag, const Envelope& envelope);
   // Once the task has failed: its call, as an abandoned envelope, to every peer.
   void SendNotices(TaskContext& context);
-  bool StrayLooksSettled() const;
+  bool NoticesSent() const;
 
   // --- receiving (operation_task_recv.cc)
   bool AdvanceRecvs(TaskContext& context);
@@ -433,11 +428,11 @@ class OperationTask {
 
   std::vector<std::pair<int, absl::Status>> out_of_step_;
 
-  // Owned here, since the transport writes into them: the looks in flight and the notices sent.
-  std::vector<std::unique_ptr<StrayLook>> stray_looks_;
+  // The notices this task sent, until the transport is done with them.
   std::vector<std::unique_ptr<SentNotice>> notices_;
   absl::Time next_stray_look_ = started_ + kStrayLookAfter;
   bool notices_sent_ = false;
+  bool told_by_notice_ = false;  // failed for a peer's notice: that peer told every rank
 };
 
 // CUDA's answer for an event: true when done, false when pending; errors become a status.

@@ -61,6 +61,16 @@ void OperationTask::PostRecv(TaskContext& context, RecvBlock& block, void* data,
 }
 
 void OperationTask::PostEnvelope(TaskContext& context, RecvBlock& block) {
+  // A look of another task may have taken it already (operation_task_strays.cc).
+  const int peer = spec_.schedule.recvs[block.step].peer;
+  const auto early = context.early_envelopes->find({peer, Tag(first_recv_sequence_[peer], block.link_position, kEnvelopeStream).sequence});
+  if (early != context.early_envelopes->end()) {
+    block.envelope = early->second;
+    context.early_envelopes->erase(early);
+    block.envelope_request = std::make_shared<transport::Request>();
+    block.envelope_request->Complete(absl::OkStatus());
+    return;
+  }
   PostRecv(context, block, block.envelope.data(), kEnvelopeBytes, MemoryType::kHost, kEnvelopeStream,
            &block.envelope_request);
 }
@@ -245,6 +255,13 @@ bool OperationTask::OnEnvelope(TaskContext& context, RecvBlock& block) {
   const uint32_t blocks = BlockCount(step.count, spec_.block_elements);
   if (absl::Status why = PairingMismatch(*envelope, block); !why.ok()) {
     MarkOutOfStep(step.peer);
+    // A later call's block where this call waits for one: the peer ended this call without
+    // sending it, for it disagreed (on a root, say). What it or another peer did send this call
+    // names the disagreement better than the ordinals do: look for it now.
+    if (mine.kind != OperationKind::kSendRecv && static_cast<int32_t>(envelope->collective_ordinal - mine.ordinal) > 0) {
+      next_stray_look_ = absl::InfinitePast();
+      LookForStrays(context);
+    }
     FailBlock("recv", block.step, block.index, why);
     return true;
   }

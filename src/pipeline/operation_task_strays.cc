@@ -4,19 +4,20 @@
 // heard from none of the ranks it waited for learnt of nothing until the operation timeout
 // (until session 42; docs/COLLECTIVES.md, "Errors").
 //
-// - A collective's envelopes go on a tag stream of their call's ordinal (WireStream), and all
-//   its envelope receives are posted when it begins: a message of that stream still unmatched
-//   when the call looks (later, on the same lane, so that every receive had its chance first)
-//   is a *stray*, which this call will never take. Its envelope names the peer's call; the task
-//   fails naming both, and drops the parts that follow it, so that the sender does not wait for
-//   them until op_timeout.
-// - A collective that fails after it began sends every peer a *notice*: its own call, as an
-//   abandoned envelope, on kNoticeStream, which nothing but these looks takes. A peer that
-//   waits for what this rank will never send (a tree's root for the answers of its leaves, one
-//   end of a cycle of ranks that each wait for the other) fails at its next look, naming it.
-//
-// A look happens only once a call has run for kStrayLookAfter, and then every
-// kStrayLookInterval: 2 (n - 1) probes of UCX's unexpected queue.
+// Once a collective has run for kStrayLookAfter, and then every kStrayLookInterval, it looks on
+// each peer's lane (Transport::TakeStray, at once, on the pipeline thread: no other task posts
+// a receive meanwhile):
+// - for this call's notice from the peer (notices.h): a collective that fails after it began,
+//   or is refused before it could take its places, sends every peer its call;
+// - for a *stray*: an envelope the peer sent that no receive takes. Every collective posts all
+//   its envelope receives when it begins, and the transport leaves alone what a receive posted
+//   there awaits, so a stray is no envelope of a call that this rank has begun and that has a
+//   place for it. Its envelope says whose it is: this call's fails the task, naming both calls,
+//   and its parts are drained so that the sender's transfers complete; a later call's, or a
+//   point-to-point message's next block (whose receive is posted once the block before it has
+//   come), is kept for its receive (TaskContext::early_envelopes); an earlier call's (what a
+//   disagreement left) is dropped, its parts drained.
+// - for notices of calls that no longer run here, which it drops.
 #include "absl/strings/str_cat.h"
 #include "logging/logging.h"
 #include "pipeline/operation_task.h"
@@ -30,12 +31,19 @@ bool SameCall(const Envelope& envelope, const Schedule& mine, DataType dtype) {
          envelope.root == mine.root && (!KindReduces(mine.kind) || envelope.op == mine.op);
 }
 
+// Whether collective ordinal `a` comes after `b` (they wrap).
+bool Later(uint32_t a, uint32_t b) { return static_cast<int32_t>(a - b) > 0; }
+
+// "its call failed with INVALID_ARGUMENT; its own error says why", for an abandoned envelope.
+std::string FailedWith(const Envelope& envelope) {
+  return absl::StrCat("its call failed with ", absl::StatusCodeToString(envelope.abandoned_code),
+                      envelope.failed_peer >= 0 ? absl::StrCat(", and peer ", envelope.failed_peer, " had failed there") : "",
+                      "; its own error says why");
+}
+
 }  // namespace
 
-bool OperationTask::StrayLooksSettled() const {
-  for (const auto& look : stray_looks_) {
-    if (!look->request->Test()) return false;
-  }
+bool OperationTask::NoticesSent() const {
   for (const auto& notice : notices_) {
     if (!notice->request->Test()) return false;
   }
@@ -43,84 +51,105 @@ bool OperationTask::StrayLooksSettled() const {
 }
 
 bool OperationTask::LookForStrays(TaskContext& context) {
-  // Advance posted every envelope receive of the task before it first got here.
   if (spec_.schedule.kind == OperationKind::kSendRecv) return false;
-  bool moved = false;
-  for (auto it = stray_looks_.begin(); it != stray_looks_.end();) {
-    if (!(*it)->request->Test()) {
-      ++it;
-      continue;
-    }
-    // NotFound: nothing there; any other failure (the peer's) fails the task by its own way.
-    if ((*it)->request->Wait(absl::InfinitePast()).ok()) {
-      OnStray(context, **it);
-      moved = true;
-    }
-    it = stray_looks_.erase(it);
-  }
   if (!status_.ok()) {
     SendNotices(context);
-    return moved;
+    return false;
   }
   const absl::Time now = absl::Now();
-  if (!stray_looks_.empty() || now < next_stray_look_) return moved;
+  if (now < next_stray_look_) return false;
   next_stray_look_ = now + kStrayLookInterval;
-  const uint32_t envelope_stream = WireStream(kEnvelopeStream, spec_.schedule.kind, spec_.schedule.ordinal);
-  for (int peer = 0; peer < static_cast<int>(send_order_.size()); ++peer) {
+  const uint32_t ordinal = spec_.schedule.ordinal;
+  const transport::StrayQuery own_notice{.stream = kNoticeStream, .end = (ordinal + 1) & transport::kMaxSequence, .window = 1};
+  const transport::StrayQuery any_envelope{.stream = kEnvelopeStream};
+  const transport::StrayQuery stale_notices{.stream = kNoticeStream,
+                                            .end = context.oldest_collective_ordinal & transport::kMaxSequence,
+                                            .window = (transport::kMaxSequence + 1) / 2};
+  std::array<uint8_t, kEnvelopeBytes> bytes{};
+  transport::OpTag found;
+  bool moved = false;
+  for (int peer = 0; peer < static_cast<int>(send_order_.size()) && status_.ok(); ++peer) {
     if (peer == rank_) continue;
-    for (const bool notice : {false, true}) {
-      auto look = std::make_unique<StrayLook>();
-      look->peer = peer;
-      look->notice = notice;
-      look->request = context.lanes->ForRecv(peer).TakeStray(peer, notice ? kNoticeStream : envelope_stream,
-                                                             look->bytes.data(), look->bytes.size(), &look->found,
-                                                             context.wake);
-      stray_looks_.push_back(std::move(look));
+    if (TakeStray(context, peer, own_notice, bytes, found)) {
+      OnNotice(peer, bytes);
+      moved = true;
+      continue;
+    }
+    for (int taken = 0; taken < kMaxTakenPerLook && status_.ok(); ++taken) {
+      if (TakeStray(context, peer, any_envelope, bytes, found)) {
+        OnStrayEnvelope(context, peer, found, bytes);
+      } else if (!TakeStray(context, peer, stale_notices, bytes, found)) {
+        break;
+      }
+      moved = true;
     }
   }
-  return moved;  // a look posted is no progress
+  return moved;
 }
 
-void OperationTask::OnStray(TaskContext& context, const StrayLook& look) {
+bool OperationTask::TakeStray(TaskContext& context, int peer, const transport::StrayQuery& query,
+                              std::array<uint8_t, kEnvelopeBytes>& bytes, transport::OpTag& found) {
+  // Completes at once, on the lane's progress thread; waited for here so that no task posts a
+  // receive for what it takes before OnStrayEnvelope has kept it for that receive.
+  const std::shared_ptr<transport::Request> take =
+      context.lanes->ForRecv(peer).TakeStray(peer, query, bytes.data(), bytes.size(), &found);
+  // NotFound: nothing there; any other failure (the peer's, a transport block shorter than an
+  // envelope) leaves the task to fail, or not, by its own way.
+  return take->Wait(absl::InfiniteFuture()).ok();
+}
+
+void OperationTask::OnNotice(int peer, const std::array<uint8_t, kEnvelopeBytes>& bytes) {
   const Schedule& mine = spec_.schedule;
-  absl::StatusOr<Envelope> envelope = DecodeEnvelope(look.bytes.data());
+  absl::StatusOr<Envelope> notice = DecodeEnvelope(bytes.data());
+  if (!notice.ok()) {
+    return Fail(absl::Status(notice.status().code(), absl::StrCat("peer ", peer, " sent a notice that is no envelope: ",
+                                                                  notice.status().message())));
+  }
+  // Its sequence is this call's ordinal modulo 2^20: one of a call 2^20 calls away is no news.
+  if (notice->collective_ordinal != mine.ordinal || notice->kind != BlockKind::kAbandoned) return;
+  told_by_notice_ = true;
+  if (SameCall(*notice, mine, spec_.dtype)) {
+    return Fail(absl::AbortedError(absl::StrCat("peer ", peer, " gave up its call (", FailedWith(*notice), ")")));
+  }
+  Fail(absl::InvalidArgumentError(absl::StrCat(
+      "peer ", peer, " called ",
+      DescribeOperation(notice->operation, notice->operation_count, notice->dtype, notice->op, notice->root), " where rank ",
+      rank_, " called ", DescribeOperation(mine.kind, mine.count, spec_.dtype, mine.op, mine.root), " (",
+      FailedWith(*notice), ")")));
+}
+
+void OperationTask::OnStrayEnvelope(TaskContext& context, int peer, transport::OpTag tag,
+                                    const std::array<uint8_t, kEnvelopeBytes>& bytes) {
+  const Schedule& mine = spec_.schedule;
+  absl::StatusOr<Envelope> envelope = DecodeEnvelope(bytes.data());
   if (!envelope.ok()) {
     return Fail(absl::Status(envelope.status().code(),
-                             absl::StrCat("peer ", look.peer, " sent a message this call does not receive, and ",
+                             absl::StrCat("peer ", peer, " sent a message that no receive takes, and ",
                                           envelope.status().message())));
   }
-  if (!look.notice) DropStrayParts(context, look.peer, look.found, *envelope);
-  // What an earlier call left (its rank had already finished it, or failed it for the same
-  // cause): nothing of this call's.
-  if (envelope->collective_ordinal != mine.ordinal) return;
-  const std::string theirs = DescribeOperation(envelope->operation, envelope->operation_count, envelope->dtype,
-                                               envelope->op, envelope->root);
-  const std::string my_call = DescribeOperation(mine.kind, mine.count, spec_.dtype, mine.op, mine.root);
-  const bool same = SameCall(*envelope, mine, spec_.dtype);
-  const std::string failed_with =
-      envelope->kind == BlockKind::kAbandoned
-          ? absl::StrCat("its call failed with ", absl::StatusCodeToString(envelope->abandoned_code),
-                         envelope->failed_peer >= 0 ? absl::StrCat(", and peer ", envelope->failed_peer, " had failed there")
-                                                    : "",
-                         "; its own error says why")
-          : "";
-  if (look.notice) {
-    Fail(same ? absl::AbortedError(absl::StrCat("peer ", look.peer, " gave up its call (", failed_with, ")"))
-              : absl::InvalidArgumentError(absl::StrCat("peer ", look.peer, " called ", theirs, " where rank ", rank_,
-                                                        " called ", my_call, " (", failed_with, ")")));
+  const bool collective = envelope->operation != OperationKind::kSendRecv;
+  if (!collective || Later(envelope->collective_ordinal, mine.ordinal)) {
+    (*context.early_envelopes)[{peer, tag.sequence}] = bytes;
     return;
   }
-  MarkOutOfStep(look.peer);
-  if (absl::Status unplaced = UnplacedMismatch(*envelope, look.peer); !unplaced.ok()) return Fail(unplaced);
-  const std::string abandoned = failed_with.empty() ? "" : absl::StrCat(" (abandoned: ", failed_with, ")");
+  DropStrayParts(context, peer, tag, *envelope);
+  if (envelope->collective_ordinal != mine.ordinal) return;  // an earlier call's, which has ended or will fail by it
+  MarkOutOfStep(peer);
+  if (absl::Status unplaced = UnplacedMismatch(*envelope, peer); !unplaced.ok()) return Fail(unplaced);
+  const std::string abandoned =
+      envelope->kind == BlockKind::kAbandoned ? absl::StrCat(" (abandoned: ", FailedWith(*envelope), ")") : "";
+  const std::string my_call = DescribeOperation(mine.kind, mine.count, spec_.dtype, mine.op, mine.root);
   // Calls alike are out of step for an earlier call's disagreement (as PairingMismatch says).
-  Fail(same ? absl::FailedPreconditionError(absl::StrCat(
-                  "peer ", look.peer, " sent rank ", rank_, " a block of its call at a place this call (", my_call,
-                  ") does not have", abandoned,
-                  ": the ranks disagreed in an earlier call, which left their link out of step"))
-            : absl::InvalidArgumentError(absl::StrCat("peer ", look.peer, " called ", theirs, " where rank ", rank_,
-                                                      " called ", my_call, ", and sent rank ", rank_,
-                                                      " a block that this call does not receive from it", abandoned)));
+  if (SameCall(*envelope, mine, spec_.dtype)) {
+    return Fail(absl::FailedPreconditionError(absl::StrCat(
+        "peer ", peer, " sent rank ", rank_, " a block of its call at a place this call (", my_call, ") does not have",
+        abandoned, ": the ranks disagreed in an earlier call, which left their link out of step")));
+  }
+  Fail(absl::InvalidArgumentError(absl::StrCat(
+      "peer ", peer, " called ",
+      DescribeOperation(envelope->operation, envelope->operation_count, envelope->dtype, envelope->op, envelope->root),
+      " where rank ", rank_, " called ", my_call, ", and sent rank ", rank_,
+      " a block that this call does not receive from it", abandoned)));
 }
 
 void OperationTask::DropStrayParts(TaskContext& context, int peer, transport::OpTag tag, const Envelope& envelope) {
@@ -135,8 +164,8 @@ void OperationTask::DropStrayParts(TaskContext& context, int peer, transport::Op
 void OperationTask::SendNotices(TaskContext& context) {
   // A call refused by its own checks is refused alike on its peers as a rule, and its places
   // tell the peers that receive from it (abandoned envelopes); a destroyed communicator's peers
-  // are told by its transport's end.
-  if (notices_sent_ || !spec_.refused.ok() || absl::IsCancelled(status_)) return;
+  // are told by its transport's end; a peer's notice went to every rank.
+  if (notices_sent_ || !spec_.refused.ok() || absl::IsCancelled(status_) || told_by_notice_) return;
   notices_sent_ = true;
   pipeline::SendNotices(*context.lanes,
                         CallNotice(spec_.schedule, spec_.dtype, status_.code(), context.lanes->FirstFailedPeer()),

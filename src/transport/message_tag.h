@@ -23,6 +23,13 @@ struct OpTag {
   uint32_t stream = 0;
 };
 
+// What Transport::TakeStray may take.
+struct StrayQuery {
+  uint32_t stream = 0;
+  uint32_t end = 0;     // sequences before this one (modulo 2^20) ...
+  uint32_t window = 0;  // ... this many of them; 0: any sequence
+};
+
 struct MessageTag {
   uint8_t communicator = 0;
   uint32_t sender = 0;

@@ -185,10 +185,10 @@ std::shared_ptr<Request> Transport::Recv(int peer, void* data, size_t bytes, Mem
   return Post(OpKind::kRecv, peer, static_cast<uint8_t*>(data), bytes, type, tag, std::move(on_complete));
 }
 
-std::shared_ptr<Request> Transport::TakeStray(int peer, uint32_t stream, void* data, size_t bytes, OpTag* found,
+std::shared_ptr<Request> Transport::TakeStray(int peer, const StrayQuery& query, void* data, size_t bytes, OpTag* found,
                                               CompletionCallback on_complete) {
-  return Post(OpKind::kRecv, peer, static_cast<uint8_t*>(data), bytes, MemoryType::kHost, OpTag{0, stream},
-              std::move(on_complete), found);
+  return Post(OpKind::kRecv, peer, static_cast<uint8_t*>(data), bytes, MemoryType::kHost, OpTag{0, query.stream},
+              std::move(on_complete), found, query);
 }
 
 absl::Status Transport::Validate(Op& op, MemoryType type) const {
@@ -254,7 +254,8 @@ absl::Status Transport::PrepareDeviceStaging(int device) {
 }
 
 std::shared_ptr<Request> Transport::Post(OpKind kind, int peer, uint8_t* data, size_t bytes, MemoryType type,
-                                         OpTag tag, CompletionCallback on_complete, OpTag* stray_found) {
+                                         OpTag tag, CompletionCallback on_complete, OpTag* stray_found,
+                                         StrayQuery stray) {
   auto request = std::make_shared<Request>(std::move(on_complete), spin_.wait_spin);
   auto op = std::make_unique<Op>();
   op->kind = kind;
@@ -270,6 +271,7 @@ std::shared_ptr<Request> Transport::Post(OpKind kind, int peer, uint8_t* data, s
     return request;
   }
   op->stray_found = stray_found;
+  op->stray = stray;
   // A stray is taken into host memory straight from UCX's unexpected queue: one small message.
   op->staged = stray_found == nullptr && bytes > 0 && (Stages(type) || AtRecycledDeviceAddresses(*op));
   CutIntoBlocks(*op, *options_.block_bytes);

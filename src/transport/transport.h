@@ -88,13 +88,15 @@ class Transport {
   // quietly. Until session 39 it was cancelled at once, and the message stayed in UCX's
   // unexpected queue for good. Any thread.
   void GiveUpRecv(const std::shared_ptr<Request>& request);
-  // Takes one message from `peer` on `stream` that no posted receive took, whatever its
-  // sequence: what a peer sent that its caller's receives do not expect (the pipeline looks for
-  // the envelopes of a collective whose ranks disagree, docs/PIPELINE.md, "Errors"). Every
-  // receive posted before it on this transport has had its chance to match first. Completes at
-  // once: NotFound where none has arrived, else with the message in `data` (at most `bytes`;
-  // a longer one fails) and its tag in `*found`, which must stay valid until then. Any thread.
-  std::shared_ptr<Request> TakeStray(int peer, uint32_t stream, void* data, size_t bytes, OpTag* found,
+  // Takes the first message from `peer` that no receive takes (UCX's unexpected queue), where it
+  // is on `query.stream` and its sequence lies among the `query.window` sequences before
+  // `query.end` (modulo 2^20; any sequence where the window is 0), and no receive posted here
+  // before this call waits for it (a staged receive whose block is not yet in UCX): what a peer
+  // sent that its caller's receives do not expect (docs/PIPELINE.md, "Errors"). Completes at once:
+  // NotFound where there is none, else with the message in `data` (`bytes`, at most one transport
+  // block; a longer message fails) and its tag in `*found`, which must stay valid until then.
+  // Any thread.
+  std::shared_ptr<Request> TakeStray(int peer, const StrayQuery& query, void* data, size_t bytes, OpTag* found,
                                      CompletionCallback on_complete = {});
   // Takes and drops the peer's message of `tag`, which its caller will not receive (the parts
   // of a block whose envelope a failed pipeline call matched), so that the sender's transfer
@@ -177,7 +179,7 @@ class Transport {
   // stream is held yet, and the first operation no longer pays for the wireup.
   absl::Status ConnectEveryPeer(absl::Time deadline);
   std::shared_ptr<Request> Post(OpKind kind, int peer, uint8_t* data, size_t bytes, MemoryType type, OpTag tag,
-                                CompletionCallback on_complete, OpTag* stray_found = nullptr);
+                                CompletionCallback on_complete, OpTag* stray_found = nullptr, StrayQuery stray = {});
   // Checks a posted op and records what its buffer is.
   absl::Status Validate(Op& op, MemoryType type) const;
   // True for a device buffer that UCX would take itself but whose addresses belonged to another

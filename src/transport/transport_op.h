@@ -64,8 +64,9 @@ struct Op {
   uint32_t blocks_done = 0;
   absl::Time deadline;  // pushed back whenever a block completes
   bool given_up = false;  // Transport::GiveUpRecv: at the deadline it is cancelled, not its peer failed
-  // Transport::TakeStray's receive: of any sequence on tag.stream; the tag it took goes here.
+  // Transport::TakeStray's receive: what it may take, and where the tag it took goes.
   OpTag* stray_found = nullptr;
+  StrayQuery stray;
   absl::Status error;
   absl::Time failed_at = absl::InfiniteFuture();
 

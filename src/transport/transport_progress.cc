@@ -275,20 +275,39 @@ void Transport::Start(Op& op) {
 }
 
 void Transport::StartStrayTake(Op& op) {
-  // Every field a receive matches but the sequence: the first block of a message of any
-  // sequence on this stream from this peer (a stray is one block: TakeStray's callers take
-  // envelopes, whose messages are far smaller than a transport block).
+  if (op.blocks.size() != 1) {
+    op.Fail(absl::InvalidArgumentError(absl::StrCat("a stray is taken whole, and ", op.bytes,
+                                                    " bytes are more than one transport block of ",
+                                                    *options_.block_bytes)));
+    return;
+  }
+  // The first block of the first unexpected message of any sequence on the stream; the block's
+  // sequence decides, then that very tag is taken.
   constexpr uint64_t kAnySequence = kMatchMask & ~(uint64_t{kMaxSequence} << 24);
   ucp_tag_recv_info_t info{};
-  const uint64_t tag = MessageTag{communicator_id_, static_cast<uint32_t>(op.peer), op.tag, false, 0}.Pack();
-  ucp_tag_message_h message = ucp_tag_probe_nb(context_->worker(), tag, kAnySequence, /*remove=*/1, &info);
-  if (message == nullptr) {
+  const uint64_t pattern = MessageTag{communicator_id_, static_cast<uint32_t>(op.peer), op.tag, false, 0}.Pack();
+  if (ucp_tag_probe_nb(context_->worker(), pattern, kAnySequence, /*remove=*/0, &info) == nullptr) {
     op.Fail(absl::NotFoundError("no stray message"));
     return;
   }
-  const MessageTag taken = MessageTag::Unpack(info.sender_tag);
-  *op.stray_found = taken.op;
-  op.tag = taken.op;  // so that the op describes the message it received
+  const OpTag first = MessageTag::Unpack(info.sender_tag).op;
+  const bool outside = op.stray.window > 0 && ((op.stray.end - first.sequence - 1) & kMaxSequence) >= op.stray.window;
+  const bool awaited = std::any_of(active_.begin(), active_.end(), [&](const std::unique_ptr<Op>& other) {
+    return other.get() != &op && other->kind == OpKind::kRecv && other->stray_found == nullptr && other->peer == op.peer &&
+           other->tag.sequence == first.sequence && other->tag.stream == first.stream && !other->finished();
+  });
+  ucp_tag_message_h message =
+      outside || awaited
+          ? nullptr
+          : ucp_tag_probe_nb(context_->worker(), MessageTag{communicator_id_, static_cast<uint32_t>(op.peer), first, false, 0}.Pack(),
+                             kMatchMask, /*remove=*/1, &info);
+  if (message == nullptr) {
+    op.Fail(absl::NotFoundError(absl::StrCat("no stray message (the first, sequence ", first.sequence,
+                                             outside ? ", lies outside the query" : ", is awaited", ")")));
+    return;
+  }
+  *op.stray_found = first;
+  op.tag = first;  // so that the op describes the message it received
   PostNetwork(op.blocks[0], op.data, op.bytes, /*host_buffer=*/true, message);
 }
 

@@ -138,13 +138,11 @@ TEST_P(PipelineMalformedRun, FailsWithAClearErrorAndNoHang) {
       transport::Transport& transport = TransportOf(**comm);
       std::vector<std::array<uint8_t, pipeline::kEnvelopeBytes>> envelopes;
       std::vector<std::shared_ptr<transport::Request>> sent;
-      const pipeline::OperationKind envelope_kind =
-          m.broadcast ? pipeline::OperationKind::kBroadcast : pipeline::OperationKind::kSendRecv;
       for (uint32_t b = 0; b < m.blocks.size(); ++b) {
         pipeline::Envelope e{.kind = m.blocks[b].kind, .dtype = DataType::kBFloat16, .block_index = b, .block_count = 4,
                              .message_count = kForgedCount,
                              .block_elements = std::min(kForgedBlockElements, kForgedCount - b * kForgedBlockElements)};
-        e.operation = envelope_kind;
+        e.operation = m.broadcast ? pipeline::OperationKind::kBroadcast : pipeline::OperationKind::kSendRecv;
         e.operation_count = kForgedCount;
         e.root = m.broadcast ? 0 : -1;
         e.run_first = m.blocks[b].run_first;
@@ -153,8 +151,7 @@ TEST_P(PipelineMalformedRun, FailsWithAClearErrorAndNoHang) {
       }
       for (uint32_t b = 0; b < envelopes.size(); ++b) {
         sent.push_back(transport.Send(1, envelopes[b].data(), pipeline::kEnvelopeBytes, transport::MemoryType::kHost,
-                                      transport::OpTag{b, pipeline::WireStream(pipeline::kEnvelopeStream, envelope_kind,
-                                                                               /*ordinal=*/0)}));
+                                      transport::OpTag{b, pipeline::kEnvelopeStream}));
       }
       for (const auto& [block, bytes] : m.raw) {
         sent.push_back(transport.Send(1, data.data() + block * kForgedBlockElements * 2, bytes, transport::MemoryType::kHost,
