@@ -27,10 +27,8 @@
 //       84    1 abandoned: the sender's failure (absl::StatusCode), else 0
 //       85    3 abandoned: 1 + the first peer the sender saw fail (its call then failed for it,
 //                if a collective), else 0
-// Little-endian. A collective's envelopes travel on a tag stream of its ordinal
-// (operation_task.h, WireStream); notices (notices.h) are abandoned envelopes of a whole call.
-// Bytes 7 and 56..68 describe the whole operation, so that ranks that called
-// different operations, counts, operators or roots fail with an error naming both sides; bytes
+// Little-endian. Notices (notices.h) are abandoned envelopes of a whole call. Bytes 7 and
+// 56..68 describe the whole operation, so that ranks that called different operations, counts, operators or roots fail with an error naming both sides; bytes
 // 70..71 tell a receiver that its peer's call is not the one it pairs with, though alike, and
 // so do bytes 80..83 for a collective: ranks that disagreed in an earlier call (on its root,
 // say) may have left a message on a link whose receiver had nothing to take from it, which
