@@ -531,6 +531,12 @@ void Engine::Loop() {
   context.host_jobs = host_jobs_.get();
   context.wake = [this](const absl::Status&) { Wake(); };
   context.early_envelopes = &early_envelopes_;
+  context.collective_task = [this](uint32_t ordinal) -> OperationTask* {
+    for (const auto& task : active_) {
+      if (task->spec().schedule.kind != OperationKind::kSendRecv && task->spec().schedule.ordinal == ordinal) return task.get();
+    }
+    return nullptr;
+  };
   bool stopping = false;
   int device = -1;
   bool poll_gpu = false;
@@ -555,6 +561,7 @@ void Engine::Loop() {
       for (auto& task : submitted_) active_.push_back(std::move(task));
       submitted_.clear();
       // Tasks are here in the order the calls were queued, as their ordinals are.
+      context.next_recv_sequences = next_recv_sequence_;
       context.oldest_collective_ordinal = collective_calls_;
       for (const auto& task : active_) {
         if (task->spec().schedule.kind == OperationKind::kSendRecv) continue;

@@ -200,7 +200,7 @@ bool OperationTask::Advance(TaskContext& context) {
   bool moved = AdvanceRecvs(context);
   moved |= AdvanceSends(context);
   moved |= AdvanceCopies(context);
-  moved |= LookForStrays(context);
+  moved |= LookForStrays(context, moved);
   return moved;
 }
 

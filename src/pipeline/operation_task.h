@@ -16,6 +16,7 @@
 #include <array>
 #include <map>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -83,6 +84,8 @@ struct OperationSpec {
   std::vector<uint16_t> unplaced;
 };
 
+class OperationTask;
+
 // What tasks use of the engine; pipeline thread only.
 struct TaskContext {
   TransportLanes* lanes = nullptr;  // sends and receives each go on their link's lane
@@ -109,8 +112,12 @@ struct TaskContext {
   // it from here (PostEnvelope). The engine's.
   std::map<std::pair<int, uint32_t>, std::array<uint8_t, kEnvelopeBytes>>* early_envelopes = nullptr;
   // As the pass began: the ordinal of the oldest collective still here (or of the next one the
-  // engine queues, where none is). Notices of earlier calls are no one's.
+  // engine queues, where none is), since notices of earlier calls are no one's; per peer, the
+  // next receive sequence the engine assigns on its link.
   uint32_t oldest_collective_ordinal = 0;
+  std::vector<uint32_t> next_recv_sequences;
+  // The collective task of an ordinal still here, or null.
+  std::function<OperationTask*(uint32_t ordinal)> collective_task;
   // Per peer, whether every earlier task has started all its sends to the peer (posted all its
   // receives from it): a link's blocks start, and take their slots, in call order across tasks,
   // as within one (docs/COLLECTIVES.md, "Link order"). Set by the engine before each Advance.
@@ -143,6 +150,11 @@ class OperationTask {
 
   // Moves the task on; true if anything changed.
   bool Advance(TaskContext& context);
+  // A stray envelope of this task's call that another task's look took from `peer`
+  // (operation_task_strays.cc): fails the task.
+  void FailForStray(TaskContext& context, int peer, transport::OpTag tag, const Envelope& envelope);
+  // Whether its envelope receives are posted (a task does so in its first Advance).
+  bool envelopes_posted() const { return envelopes_posted_; }
   // Done, or failed with nothing left in flight.
   bool finished() const;
   // Whether this task will start no more sends to `peer` (post no more receives from it): all
@@ -328,12 +340,15 @@ class OperationTask {
   // At most this many messages taken from one peer in one look (strays of earlier calls, stale
   // notices): the rest at the next look.
   static constexpr int kMaxTakenPerLook = 16;
-  bool LookForStrays(TaskContext& context);
+  // `progressed`: the task moved in this Advance, which puts the next look off.
+  bool LookForStrays(TaskContext& context, bool progressed);
   // One message from `peer` that `query` allows, taken at once into `bytes`; false where none.
   bool TakeStray(TaskContext& context, int peer, const transport::StrayQuery& query,
                  std::array<uint8_t, kEnvelopeBytes>& bytes, transport::OpTag& found);
-  // A stray envelope taken from `peer`: fails the task where it is this call's; kept for its
-  // receive where it is a later call's or a point-to-point message's; else dropped.
+  // A stray envelope taken from `peer`, routed by its ordinal: a call still here fails by it;
+  // where no receive of a call still here could take it, it is kept for the receive that will
+  // (a later call's, a point-to-point message's, a place the peer took beyond an earlier call's);
+  // what an ended call left at a place it took is dropped.
   void OnStrayEnvelope(TaskContext& context, int peer, transport::OpTag tag, const std::array<uint8_t, kEnvelopeBytes>& bytes);
   // This call's notice from `peer`: fails the task.
   void OnNotice(int peer, const std::array<uint8_t, kEnvelopeBytes>& bytes);

@@ -260,7 +260,7 @@ bool OperationTask::OnEnvelope(TaskContext& context, RecvBlock& block) {
     // names the disagreement better than the ordinals do: look for it now.
     if (mine.kind != OperationKind::kSendRecv && static_cast<int32_t>(envelope->collective_ordinal - mine.ordinal) > 0) {
       next_stray_look_ = absl::InfinitePast();
-      LookForStrays(context);
+      LookForStrays(context, /*progressed=*/false);
     }
     FailBlock("recv", block.step, block.index, why);
     return true;

@@ -50,13 +50,14 @@ bool OperationTask::NoticesSent() const {
   return true;
 }
 
-bool OperationTask::LookForStrays(TaskContext& context) {
+bool OperationTask::LookForStrays(TaskContext& context, bool progressed) {
   if (spec_.schedule.kind == OperationKind::kSendRecv) return false;
   if (!status_.ok()) {
     SendNotices(context);
     return false;
   }
   const absl::Time now = absl::Now();
+  if (progressed) next_stray_look_ = std::max(next_stray_look_, now + kStrayLookAfter);
   if (now < next_stray_look_) return false;
   next_stray_look_ = now + kStrayLookInterval;
   const uint32_t ordinal = spec_.schedule.ordinal;
@@ -128,26 +129,38 @@ void OperationTask::OnStrayEnvelope(TaskContext& context, int peer, transport::O
                                           envelope.status().message())));
   }
   const bool collective = envelope->operation != OperationKind::kSendRecv;
-  if (!collective || Later(envelope->collective_ordinal, mine.ordinal)) {
+  if (collective && envelope->collective_ordinal == mine.ordinal) return FailForStray(context, peer, tag, *envelope);
+  OperationTask* owner = collective && context.collective_task ? context.collective_task(envelope->collective_ordinal) : nullptr;
+  if (owner != nullptr && owner->envelopes_posted()) return owner->FailForStray(context, peer, tag, *envelope);
+  // A sequence the engine has assigned belongs to a call that took its place there; one of an
+  // ended call is a late message for that place, and dropped. Any other waits for its place's
+  // receive, which pairs it (and fails as out of step, where an earlier call left it).
+  const uint32_t next = context.next_recv_sequences[peer];
+  const bool assigned = ((next - tag.sequence - 1) & transport::kMaxSequence) < (transport::kMaxSequence + 1) / 2;
+  if (!collective || owner != nullptr || Later(envelope->collective_ordinal, mine.ordinal) || !assigned) {
     (*context.early_envelopes)[{peer, tag.sequence}] = bytes;
     return;
   }
   DropStrayParts(context, peer, tag, *envelope);
-  if (envelope->collective_ordinal != mine.ordinal) return;  // an earlier call's, which has ended or will fail by it
+}
+
+void OperationTask::FailForStray(TaskContext& context, int peer, transport::OpTag tag, const Envelope& envelope) {
+  const Schedule& mine = spec_.schedule;
+  DropStrayParts(context, peer, tag, envelope);
   MarkOutOfStep(peer);
-  if (absl::Status unplaced = UnplacedMismatch(*envelope, peer); !unplaced.ok()) return Fail(unplaced);
+  if (absl::Status unplaced = UnplacedMismatch(envelope, peer); !unplaced.ok()) return Fail(unplaced);
   const std::string abandoned =
-      envelope->kind == BlockKind::kAbandoned ? absl::StrCat(" (abandoned: ", FailedWith(*envelope), ")") : "";
+      envelope.kind == BlockKind::kAbandoned ? absl::StrCat(" (abandoned: ", FailedWith(envelope), ")") : "";
   const std::string my_call = DescribeOperation(mine.kind, mine.count, spec_.dtype, mine.op, mine.root);
   // Calls alike are out of step for an earlier call's disagreement (as PairingMismatch says).
-  if (SameCall(*envelope, mine, spec_.dtype)) {
+  if (SameCall(envelope, mine, spec_.dtype)) {
     return Fail(absl::FailedPreconditionError(absl::StrCat(
         "peer ", peer, " sent rank ", rank_, " a block of its call at a place this call (", my_call, ") does not have",
         abandoned, ": the ranks disagreed in an earlier call, which left their link out of step")));
   }
   Fail(absl::InvalidArgumentError(absl::StrCat(
       "peer ", peer, " called ",
-      DescribeOperation(envelope->operation, envelope->operation_count, envelope->dtype, envelope->op, envelope->root),
+      DescribeOperation(envelope.operation, envelope.operation_count, envelope.dtype, envelope.op, envelope.root),
       " where rank ", rank_, " called ", my_call, ", and sent rank ", rank_,
       " a block that this call does not receive from it", abandoned)));
 }

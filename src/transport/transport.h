@@ -239,6 +239,10 @@ class Transport {
   void Wake();
   void PollClosingEndpoints();
   void DrainForShutdown();
+  // Takes and drops what no receive took (a failed collective's notices to ranks that had left
+  // the call, what ranks that disagreed sent), so that UCX does not warn of each message at the
+  // worker's end.
+  void DropUnmatched(absl::Time deadline);
   uint64_t TagOf(const Op& op, uint32_t block, bool last) const;
 
   static void OnEndpointError(void* arg, ucp_ep_h endpoint, ucs_status_t status);

@@ -281,12 +281,16 @@ void Transport::StartStrayTake(Op& op) {
                                                     *options_.block_bytes)));
     return;
   }
-  // The first block of the first unexpected message of any sequence on the stream; the block's
-  // sequence decides, then that very tag is taken.
+  // The first block of the first unexpected message on the stream, of any sequence (of the one
+  // sequence a window of 1 allows, so that others before it hide nothing); its sequence
+  // decides, then that very tag is taken.
   constexpr uint64_t kAnySequence = kMatchMask & ~(uint64_t{kMaxSequence} << 24);
+  const bool one_sequence = op.stray.window == 1;
+  const OpTag wanted{one_sequence ? (op.stray.end - 1) & kMaxSequence : 0, op.tag.stream};
   ucp_tag_recv_info_t info{};
-  const uint64_t pattern = MessageTag{communicator_id_, static_cast<uint32_t>(op.peer), op.tag, false, 0}.Pack();
-  if (ucp_tag_probe_nb(context_->worker(), pattern, kAnySequence, /*remove=*/0, &info) == nullptr) {
+  const uint64_t pattern = MessageTag{communicator_id_, static_cast<uint32_t>(op.peer), wanted, false, 0}.Pack();
+  if (ucp_tag_probe_nb(context_->worker(), pattern, one_sequence ? kMatchMask : kAnySequence, /*remove=*/0, &info) ==
+      nullptr) {
     op.Fail(absl::NotFoundError("no stray message"));
     return;
   }
@@ -808,6 +812,40 @@ void Transport::DrainForShutdown() {
     SweepIfDue(absl::Now());
     RetireFinished();
     PollClosingEndpoints();
+  }
+  DropUnmatched(deadline);
+}
+
+void Transport::DropUnmatched(absl::Time deadline) {
+  std::vector<uint8_t> scratch;
+  ucp_tag_recv_info_t info{};
+  while (absl::Now() < deadline) {
+    ucp_tag_message_h message = ucp_tag_probe_nb(context_->worker(), 0, 0, /*remove=*/1, &info);
+    if (message == nullptr) return;
+    scratch.resize(std::max<size_t>(info.length, 1));
+    // On the heap: a receive still running at the deadline (a sender that left before it was
+    // delivered) keeps it, and UCX may complete it at the worker's end.
+    auto* done = new bool(false);
+    ucp_request_param_t param{};
+    param.op_attr_mask = UCP_OP_ATTR_FIELD_CALLBACK | UCP_OP_ATTR_FIELD_USER_DATA | UCP_OP_ATTR_FIELD_MEMORY_TYPE;
+    param.memory_type = UCS_MEMORY_TYPE_HOST;
+    param.user_data = done;
+    param.cb.recv = [](void* request, ucs_status_t, const ucp_tag_recv_info_t*, void* user_data) {
+      *static_cast<bool*>(user_data) = true;
+      ucp_request_free(request);
+    };
+    ucs_status_ptr_t request = ucp_tag_msg_recv_nbx(context_->worker(), scratch.data(), info.length, message, &param);
+    if (request == nullptr || UCS_PTR_IS_ERR(request)) {
+      delete done;
+      continue;
+    }
+    while (!*done && absl::Now() < deadline) ucp_worker_progress(context_->worker());
+    if (!*done) {
+      // Left to UCX's request, which may still write: the flag and the buffer are not freed.
+      new std::vector<uint8_t>(std::move(scratch));
+      return;
+    }
+    delete done;
   }
 }
 
