@@ -9,7 +9,8 @@
 namespace ucclzip::transport {
 namespace {
 
-// The exchange's tag: a stream no caller uses (the pipeline's parts are streams 0 to 3).
+// The exchange's tag: a stream no caller uses (the pipeline's parts are streams 0 to 3, its
+// notices 4).
 constexpr OpTag kConnectTag{.sequence = 0, .stream = kMaxStream};
 
 }  // namespace

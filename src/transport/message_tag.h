@@ -17,7 +17,8 @@ inline constexpr uint32_t kMaxStream = (1u << 7) - 1;
 inline constexpr uint32_t kMaxBlocks = 1u << 16;
 
 // What the caller (the pipeline) chooses: which operation, and which part of it. Several
-// parts of one logical message (a raw plane now, the rest later) go as different streams.
+// parts of one logical message (a raw plane now, the rest later) go as different streams
+// (the pipeline's: 0 to 3 a block's parts, 4 notices; the connect exchange's: kMaxStream).
 struct OpTag {
   uint32_t sequence = 0;
   uint32_t stream = 0;
