@@ -562,10 +562,14 @@ void Engine::Loop() {
       submitted_.clear();
       // Tasks are here in the order the calls were queued, as their ordinals are.
       context.next_recv_sequences = next_recv_sequence_;
-      context.oldest_collective_ordinal = collective_calls_;
+      context.next_collective_ordinal = context.oldest_collective_ordinal = context.looking_ordinal = collective_calls_;
+      bool oldest_seen = false;
       for (const auto& task : active_) {
         if (task->spec().schedule.kind == OperationKind::kSendRecv) continue;
-        context.oldest_collective_ordinal = task->spec().schedule.ordinal;
+        if (!oldest_seen) context.oldest_collective_ordinal = task->spec().schedule.ordinal;
+        oldest_seen = true;
+        if (!task->status().ok()) continue;
+        context.looking_ordinal = task->spec().schedule.ordinal;
         break;
       }
       stopping = stopping_;

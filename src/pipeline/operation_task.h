@@ -112,9 +112,12 @@ struct TaskContext {
   // it from here (PostEnvelope). The engine's.
   std::map<std::pair<int, uint32_t>, std::array<uint8_t, kEnvelopeBytes>>* early_envelopes = nullptr;
   // As the pass began: the ordinal of the oldest collective still here (or of the next one the
-  // engine queues, where none is), since notices of earlier calls are no one's; per peer, the
-  // next receive sequence the engine assigns on its link.
+  // engine queues, where none is), since notices of earlier calls are no one's; of the oldest
+  // one that has not failed, which alone looks for strays and notices (for every call here);
+  // of the next one the engine queues; per peer, the next receive sequence it assigns.
   uint32_t oldest_collective_ordinal = 0;
+  uint32_t looking_ordinal = 0;
+  uint32_t next_collective_ordinal = 0;
   std::vector<uint32_t> next_recv_sequences;
   // The collective task of an ordinal still here, or null.
   std::function<OperationTask*(uint32_t ordinal)> collective_task;
@@ -153,6 +156,9 @@ class OperationTask {
   // A stray envelope of this task's call that another task's look took from `peer`
   // (operation_task_strays.cc): fails the task.
   void FailForStray(TaskContext& context, int peer, transport::OpTag tag, const Envelope& envelope);
+  // A notice of this task's call from `peer` that a look took (operation_task_strays.cc): fails
+  // the task.
+  void OnNotice(int peer, const std::array<uint8_t, kEnvelopeBytes>& bytes);
   // Whether its envelope receives are posted (a task does so in its first Advance).
   bool envelopes_posted() const { return envelopes_posted_; }
   // Done, or failed with nothing left in flight.
@@ -331,10 +337,11 @@ class OperationTask {
   uint16_t UnplacedOn(int peer) const { return spec_.unplaced.empty() ? 0 : spec_.unplaced[peer]; }
 
   // --- strays and notices (operation_task_strays.cc)
-  // A collective that has run for kStrayLookAfter looks, every kStrayLookInterval, for what its
-  // peers sent it that no receive takes (ranks that disagree on a root send to ranks that do not
-  // receive from them) and for their notices that they gave up this call; it fails naming the
-  // peer and both calls. A collective that fails sends every peer a notice.
+  // The oldest collective that has not failed, once it has made no progress for
+  // kStrayLookAfter, looks every kStrayLookInterval for what the peers sent that no receive
+  // takes (ranks that disagree on a root send to ranks that do not receive from them) and for
+  // their notices that they gave up a call; the call they belong to fails naming the peer and
+  // both calls. A collective that fails sends every peer a notice.
   static constexpr absl::Duration kStrayLookAfter = absl::Milliseconds(100);
   static constexpr absl::Duration kStrayLookInterval = absl::Milliseconds(100);
   // At most this many messages taken from one peer in one look (strays of earlier calls, stale
@@ -350,8 +357,6 @@ class OperationTask {
   // (a later call's, a point-to-point message's, a place the peer took beyond an earlier call's);
   // what an ended call left at a place it took is dropped.
   void OnStrayEnvelope(TaskContext& context, int peer, transport::OpTag tag, const std::array<uint8_t, kEnvelopeBytes>& bytes);
-  // This call's notice from `peer`: fails the task.
-  void OnNotice(int peer, const std::array<uint8_t, kEnvelopeBytes>& bytes);
   // Drops the parts that follow a stray envelope.
   void DropStrayParts(TaskContext& context, int peer, transport::OpTag tag, const Envelope& envelope);
   // Once the task has failed: its call, as an abandoned envelope, to every peer.

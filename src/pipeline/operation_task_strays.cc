@@ -58,28 +58,35 @@ bool OperationTask::LookForStrays(TaskContext& context, bool progressed) {
   }
   const absl::Time now = absl::Now();
   if (progressed) next_stray_look_ = std::max(next_stray_look_, now + kStrayLookAfter);
-  if (now < next_stray_look_) return false;
+  // One look for every collective here: a large queue of them costs no more.
+  if (now < next_stray_look_ || spec_.schedule.ordinal != context.looking_ordinal) return false;
   next_stray_look_ = now + kStrayLookInterval;
-  const uint32_t ordinal = spec_.schedule.ordinal;
-  const transport::StrayQuery own_notice{.stream = kNoticeStream, .end = (ordinal + 1) & transport::kMaxSequence, .window = 1};
   const transport::StrayQuery any_envelope{.stream = kEnvelopeStream};
+  // Notices of calls before every collective here are no one's; those of the calls from the
+  // looking one to the last queued go to their call.
   const transport::StrayQuery stale_notices{.stream = kNoticeStream,
                                             .end = context.oldest_collective_ordinal & transport::kMaxSequence,
                                             .window = (transport::kMaxSequence + 1) / 2};
+  const transport::StrayQuery notices_here{
+      .stream = kNoticeStream,
+      .end = context.next_collective_ordinal & transport::kMaxSequence,
+      .window = (context.next_collective_ordinal - context.looking_ordinal) & transport::kMaxSequence};
   std::array<uint8_t, kEnvelopeBytes> bytes{};
   transport::OpTag found;
   bool moved = false;
-  for (int peer = 0; peer < static_cast<int>(send_order_.size()) && status_.ok(); ++peer) {
+  for (int peer = 0; peer < static_cast<int>(send_order_.size()); ++peer) {
     if (peer == rank_) continue;
-    if (TakeStray(context, peer, own_notice, bytes, found)) {
-      OnNotice(peer, bytes);
-      moved = true;
-      continue;
-    }
-    for (int taken = 0; taken < kMaxTakenPerLook && status_.ok(); ++taken) {
-      if (TakeStray(context, peer, any_envelope, bytes, found)) {
+    for (int taken = 0; taken < kMaxTakenPerLook; ++taken) {
+      if (TakeStray(context, peer, stale_notices, bytes, found)) {
+        // dropped
+      } else if (notices_here.window > 0 && TakeStray(context, peer, notices_here, bytes, found)) {
+        // Its sequence is its call's ordinal modulo 2^20, within the window from the looking one.
+        const uint32_t ordinal =
+            context.looking_ordinal + ((found.sequence - context.looking_ordinal) & transport::kMaxSequence);
+        if (OperationTask* owner = context.collective_task(ordinal); owner != nullptr) owner->OnNotice(peer, bytes);
+      } else if (TakeStray(context, peer, any_envelope, bytes, found)) {
         OnStrayEnvelope(context, peer, found, bytes);
-      } else if (!TakeStray(context, peer, stale_notices, bytes, found)) {
+      } else {
         break;
       }
       moved = true;
