@@ -61,15 +61,17 @@ void OperationTask::PostRecv(TaskContext& context, RecvBlock& block, void* data,
 }
 
 void OperationTask::PostEnvelope(TaskContext& context, RecvBlock& block) {
-  // A look of another task may have taken it already (operation_task_strays.cc).
-  const int peer = spec_.schedule.recvs[block.step].peer;
-  const auto early = context.early_envelopes->find({peer, Tag(first_recv_sequence_[peer], block.link_position, kEnvelopeStream).sequence});
-  if (early != context.early_envelopes->end()) {
-    block.envelope = early->second;
-    context.early_envelopes->erase(early);
-    block.envelope_request = std::make_shared<transport::Request>();
-    block.envelope_request->Complete(absl::OkStatus());
-    return;
+  // A look may have taken it already (operation_task_strays.cc); as a rule none has.
+  if (!context.early_envelopes->empty()) {
+    const int peer = spec_.schedule.recvs[block.step].peer;
+    const uint32_t sequence = Tag(first_recv_sequence_[peer], block.link_position, kEnvelopeStream).sequence;
+    if (const auto early = context.early_envelopes->find({peer, sequence}); early != context.early_envelopes->end()) {
+      block.envelope = early->second;
+      context.early_envelopes->erase(early);
+      block.envelope_request = std::make_shared<transport::Request>();
+      block.envelope_request->Complete(absl::OkStatus());
+      return;
+    }
   }
   PostRecv(context, block, block.envelope.data(), kEnvelopeBytes, MemoryType::kHost, kEnvelopeStream,
            &block.envelope_request);

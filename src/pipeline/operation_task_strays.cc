@@ -56,10 +56,12 @@ bool OperationTask::LookForStrays(TaskContext& context, bool progressed) {
     SendNotices(context);
     return false;
   }
+  // One look for every collective here: a large queue of them costs no more, and the others
+  // read no clock on this hot path (one that becomes the looking one may look once early).
+  if (spec_.schedule.ordinal != context.looking_ordinal) return false;
   const absl::Time now = absl::Now();
   if (progressed) next_stray_look_ = std::max(next_stray_look_, now + kStrayLookAfter);
-  // One look for every collective here: a large queue of them costs no more.
-  if (now < next_stray_look_ || spec_.schedule.ordinal != context.looking_ordinal) return false;
+  if (now < next_stray_look_) return false;
   next_stray_look_ = now + kStrayLookInterval;
   const transport::StrayQuery any_envelope{.stream = kEnvelopeStream};
   // Notices of calls before every collective here are no one's; those of the calls from the
