@@ -103,6 +103,8 @@ struct Communicator::Impl {
     // Calls refused at once, whose schedule could not be told (Communicator::Refused): they
     // take no places, but GroupEnd's Operation covers them too.
     std::vector<std::shared_ptr<transport::Request>> refused;
+    // Those of them that are collectives: they take their ordinals at GroupEnd among `calls`.
+    std::vector<pipeline::Engine::UnplacedCollective> unplaced;
   };
   absl::Mutex group_mutex;
   std::map<uint64_t, OpenGroup> groups ABSL_GUARDED_BY(group_mutex);  // by ThreadToken()
@@ -190,7 +192,20 @@ Operation Communicator::RefusedUnplaced(const pipeline::Call& call, const absl::
                                         const std::vector<int>& peers) {
   pipeline::Call refused = call;
   if (refused.refused.ok()) refused.refused = status;
-  impl_->engine->MarkUnplaced(peers, refused);
+  bool in_group = false;
+  {
+    absl::MutexLock lock(&impl_->group_mutex);
+    auto group = impl_->groups.find(ThreadToken());
+    if (group != impl_->groups.end() && refused.schedule.kind != pipeline::OperationKind::kSendRecv) {
+      in_group = true;
+      const auto& calls = group->second.calls;
+      group->second.unplaced.push_back(
+          {.call = refused, .collectives_before = static_cast<size_t>(std::count_if(calls.begin(), calls.end(), [](const auto& spec) {
+             return spec.schedule.kind != pipeline::OperationKind::kSendRecv;
+           }))});
+    }
+  }
+  impl_->engine->MarkUnplaced(peers, refused, in_group);
   return Refused(status);
 }
 
@@ -260,6 +275,7 @@ void Communicator::GroupStart() {
 Operation Communicator::GroupEnd() {
   std::vector<pipeline::OperationSpec> specs;
   std::vector<std::shared_ptr<transport::Request>> requests;
+  std::vector<pipeline::Engine::UnplacedCollective> unplaced;
   {
     absl::MutexLock lock(&impl_->group_mutex);
     auto group = impl_->groups.find(ThreadToken());
@@ -271,11 +287,12 @@ Operation Communicator::GroupEnd() {
     if (--group->second.depth > 0) return Operation();
     specs = std::move(group->second.calls);
     requests = std::move(group->second.refused);
+    unplaced = std::move(group->second.unplaced);
     impl_->groups.erase(group);
   }
   for (const pipeline::OperationSpec& spec : specs) requests.push_back(spec.request);
   pipeline::PairSelfTransfers(specs, rank());
-  impl_->engine->Submit(std::move(specs));
+  impl_->engine->Submit(std::move(specs), std::move(unplaced));
   return Operation(std::move(requests));
 }
 

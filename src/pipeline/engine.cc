@@ -351,7 +351,7 @@ void Engine::Discard(std::vector<OperationSpec> specs, const absl::Status& why) 
   }
 }
 
-void Engine::Submit(std::vector<OperationSpec> specs) {
+void Engine::Submit(std::vector<OperationSpec> specs, std::vector<UnplacedCollective> unplaced) {
   // Calls of the group that race for a buffer fail, taking their places all the same (as a
   // refused call does), and hold no stream.
   const std::vector<absl::Status> conflicts = GroupOverlaps(specs);
@@ -402,20 +402,33 @@ void Engine::Submit(std::vector<OperationSpec> specs) {
   for (const auto& task : tasks) {
     if (task->spec().stream_order == StreamOrder::kReturnWhenDone) return_when_done.push_back(task->spec().request);
   }
-  Queue(std::move(tasks));
+  Queue(std::move(tasks), unplaced);
+  for (const UnplacedCollective& refused : unplaced) TellUnplaced(refused.call);
   if (ReturnWhenDoneScope::Keep(return_when_done)) return;
   // As long as a held stream would wait: until the call is done, fails, or reaches its timeout.
   for (const std::shared_ptr<Request>& request : return_when_done) request->Wait(absl::InfiniteFuture()).IgnoreError();
 }
 
-void Engine::Queue(std::vector<std::unique_ptr<OperationTask>> tasks) {
+void Engine::Queue(std::vector<std::unique_ptr<OperationTask>> tasks, std::vector<UnplacedCollective>& unplaced) {
   absl::MutexLock lock(&mutex_);
+  size_t collectives = 0;
+  auto unplaced_up_to = unplaced.begin();
+  // The group's unplaced collectives called before its `collectives`-th one take their ordinals.
+  auto order_unplaced = [&] {
+    for (; unplaced_up_to != unplaced.end() && unplaced_up_to->collectives_before <= collectives; ++unplaced_up_to) {
+      unplaced_up_to->call.schedule.ordinal = collective_calls_++;
+    }
+  };
   for (auto& task : tasks) {
     // A call refused above takes its places in its links' order all the same, as a call that
     // fails later does: its peers' matching calls took theirs, and this rank's next call must
     // pair with their next one, not with the message meant for this one.
     const bool refused = !task->status().ok();
-    if (task->spec().schedule.kind != OperationKind::kSendRecv) task->set_collective_ordinal(collective_calls_++);
+    if (task->spec().schedule.kind != OperationKind::kSendRecv) {
+      order_unplaced();
+      ++collectives;
+      task->set_collective_ordinal(collective_calls_++);
+    }
     std::vector<uint32_t> send(lanes_.size()), recv(lanes_.size());
     for (int peer = 0; peer < lanes_.size(); ++peer) {
       send[peer] = next_send_sequence_[peer];
@@ -436,6 +449,8 @@ void Engine::Queue(std::vector<std::unique_ptr<OperationTask>> tasks) {
     task->set_number(submitted_count_++);
     submitted_.push_back(std::move(task));
   }
+  collectives = std::numeric_limits<size_t>::max();
+  order_unplaced();
   wake_ = true;
   woken_.store(true, std::memory_order_release);
 }
@@ -447,19 +462,24 @@ void Engine::Abort(const absl::Status& why) {
   woken_.store(true, std::memory_order_release);
 }
 
-void Engine::MarkUnplaced(const std::vector<int>& peers, const Call& call) {
-  Schedule refused = call.schedule;
+void Engine::MarkUnplaced(const std::vector<int>& peers, const Call& call, bool in_group) {
+  Call refused = call;
   {
     absl::MutexLock lock(&mutex_);
     for (int peer : peers) ++unplaced_[peer];
     if (!peers.empty()) any_unplaced_.store(true, std::memory_order_release);
-    if (call.schedule.kind == OperationKind::kSendRecv) return;
-    refused.ordinal = collective_calls_++;
+    if (call.schedule.kind == OperationKind::kSendRecv || in_group) return;
+    refused.schedule.ordinal = collective_calls_++;
   }
+  TellUnplaced(refused);
+}
+
+void Engine::TellUnplaced(const Call& refused) {
   // A notice names the call's type: the peers of one refused for its type wait for their timeout.
-  if (!IsValidDataType(static_cast<uint8_t>(call.dtype))) return;
+  if (!IsValidDataType(static_cast<uint8_t>(refused.dtype))) return;
   std::vector<std::unique_ptr<SentNotice>> sent;
-  SendNotices(lanes_, CallNotice(refused, call.dtype, call.refused.code(), lanes_.FirstFailedPeer()), sent, {});
+  SendNotices(lanes_, CallNotice(refused.schedule, refused.dtype, refused.refused.code(), lanes_.FirstFailedPeer()),
+              sent, {});
   absl::MutexLock lock(&mutex_);
   std::erase_if(unplaced_notices_, [](const auto& notice) { return notice->request->Test(); });
   for (auto& notice : sent) unplaced_notices_.push_back(std::move(notice));

@@ -82,9 +82,17 @@ class Engine {
   // Takes the call's schedule only on success. A refused call (Call::refused) is checked only
   // for what its places on its links need (type, peers, block count).
   absl::StatusOr<OperationSpec> Prepare(Call& call);
+  // A collective of a group refused before it could take its places (MarkUnplaced), told at
+  // GroupEnd: it takes its ordinal after the group's first `collectives_before` collectives, in
+  // the order it was called, as the group's calls take theirs only when they are submitted.
+  struct UnplacedCollective {
+    Call call;
+    size_t collectives_before = 0;
+  };
   // Queues prepared calls; their streams then wait for them, or the calls that cannot hold
-  // their streams are waited for here (stream_order.h).
-  void Submit(std::vector<OperationSpec> specs);
+  // their streams are waited for here (stream_order.h). `unplaced`: the group's collectives
+  // that took no places, already counted (MarkUnplaced with `in_group`).
+  void Submit(std::vector<OperationSpec> specs, std::vector<UnplacedCollective> unplaced = {});
   // Completes prepared calls that will never be submitted with `why` (their streams were never
   // held).
   static void Discard(std::vector<OperationSpec> specs, const absl::Status& why);
@@ -105,13 +113,20 @@ class Engine {
   // with their data. Calls refused alike on both sides keep the counts equal.
   // A collective refused so also counts among the collective calls (Schedule::ordinal), and
   // tells every peer so by a notice (notices.h), for its peers may wait for it (`call`: what the
-  // call was, its schedule's steps aside; its status is call.refused).
-  void MarkUnplaced(const std::vector<int>& peers, const Call& call);
+  // call was, its schedule's steps aside; its status is call.refused). Called in a group
+  // (`in_group`), the links count it now, for the group's later calls carry the counts from
+  // when they are called, and a collective takes its ordinal and tells its peers at GroupEnd
+  // (Submit's `unplaced`).
+  void MarkUnplaced(const std::vector<int>& peers, const Call& call, bool in_group = false);
 
  private:
   absl::Status EnsureDevice(int device);
-  // Gives the tasks their places on their links and hands them to the pipeline thread.
-  void Queue(std::vector<std::unique_ptr<OperationTask>> tasks);
+  // Gives the tasks their places on their links and hands them to the pipeline thread; the
+  // group's unplaced collectives take their ordinals among the tasks' (their schedules').
+  void Queue(std::vector<std::unique_ptr<OperationTask>> tasks, std::vector<UnplacedCollective>& unplaced);
+  // Tells every peer that the collective `refused`, its ordinal taken, was refused before it
+  // took its places (MarkUnplaced).
+  void TellUnplaced(const Call& refused);
   void Loop();
   // Completes the task's request and releases its stream, once.
   void Report(OperationTask& task);

@@ -436,6 +436,56 @@ INSTANTIATE_TEST_SUITE_P(, CollectiveUnplacedOnOneRank,
                            return absl::StrCat(std::get<0>(info.param), "ranks_", std::get<1>(info.param), "floats");
                          });
 
+// The same refusal inside a group, after an allreduce that every rank makes: the refused
+// broadcast takes its ordinal after the allreduce, as the group's calls do on the other ranks,
+// and tells them so. Until session 43 it took its ordinal when it was called, before the
+// group's calls took theirs at GroupEnd: its notice then failed the peers' allreduce, naming a
+// broadcast, and the allreduce's envelopes were one collective call off everywhere. By the
+// chain (0 -> 1 -> 2), so that rank 2 hears of the broadcast only by rank 1's notice.
+TEST(CollectiveErrors, ACallRefusedUnplacedInAGroupKeepsItsPlaceInCallOrder) {
+  ExpectRanksSucceeded(RunRanks({.world_size = 3}, [&](const RankContext& context) -> absl::Status {
+    transport::TransportOptions options = ShortTimeoutOptions();
+    options.tree_broadcast_bytes = 0;
+    auto comm = CreateCommunicator(context, options);
+    if (!comm.ok()) return comm.status();
+    Communicator& c = **comm;
+    const CollectiveCase reduce{.kind = Collective::kAllReduce, .count = 3000};
+    std::vector<uint8_t> input = CaseInput(reduce, c.size(), c.rank(), 6), output(input.size());
+    std::vector<float> data(1000, c.rank() == 0 ? 1.0f : -1.0f);
+    const absl::Time start = absl::Now();
+    c.GroupStart();
+    const Operation allreduce = c.AllReduce(input.data(), output.data(), reduce.count, reduce.dtype, reduce.op, nullptr);
+    const Operation broadcast =
+        c.Broadcast(data.data(), data.data(), data.size(), DataType::kFloat32, c.rank() == 1 ? -1 : 0, nullptr);
+    const absl::Status group = c.GroupEnd().Wait(absl::Seconds(30));
+    if (absl::Status s = WaitOk(allreduce, absl::StrCat("rank ", c.rank(), "'s allreduce in the group")); !s.ok()) return s;
+    const std::vector<uint8_t> want = ReferenceOutput(reduce, c, 6);
+    if (absl::Status s = ExpectSameBytes(output.data(), want.data(), want.size(), "the group's allreduce"); !s.ok()) {
+      return s;
+    }
+    const absl::Status broadcasted = broadcast.Wait(absl::Seconds(30));
+    if (!broadcasted.ok() && absl::Now() - start > options.op_timeout / 2) {
+      return absl::InternalError(absl::StrCat("rank ", c.rank(), "'s broadcast failed only after ",
+                                              absl::FormatDuration(absl::Now() - start), ": ", broadcasted.ToString()));
+    }
+    switch (c.rank()) {
+      case 0:  // its 4 KB go out at once, whether or not rank 1 takes them
+        return absl::OkStatus();
+      case 1:
+        if (absl::Status s = ExpectError(broadcasted, absl::StatusCode::kInvalidArgument, {"rank 1", "root -1"},
+                                         "the refused broadcast");
+            !s.ok()) {
+          return s;
+        }
+        return ExpectError(group, absl::StatusCode::kInvalidArgument, {"rank 1", "root -1"}, "rank 1's group");
+      default:
+        return ExpectError(broadcasted, absl::StatusCode::kInvalidArgument,
+                           {"peer 1 called broadcast of 1000 elements of fp32 (root -1) where rank 2 called broadcast"},
+                           "rank 2's broadcast, told by rank 1's notice");
+    }
+  }));
+}
+
 // A collective that runs longer than a look's delay (100 ms) while its envelope receives are
 // staged (host memory through the pinned pool, as device memory goes where UCX does not take
 // it): a staged receive reaches UCX only once a staging block is free, and until then its
