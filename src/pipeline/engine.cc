@@ -475,8 +475,6 @@ void Engine::MarkUnplaced(const std::vector<int>& peers, const Call& call, bool 
 }
 
 void Engine::TellUnplaced(const Call& refused) {
-  // A notice names the call's type: the peers of one refused for its type wait for their timeout.
-  if (!IsValidDataType(static_cast<uint8_t>(refused.dtype))) return;
   std::vector<std::unique_ptr<SentNotice>> sent;
   SendNotices(lanes_, CallNotice(refused.schedule, refused.dtype, refused.refused.code(), lanes_.FirstFailedPeer()),
               sent, {});

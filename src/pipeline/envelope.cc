@@ -16,7 +16,8 @@ constexpr uint32_t kMagic = 0x45505a55;  // "UZPE" little-endian
 // 7: the link's count of calls that took no places on it (bytes 70..71).
 // 8: the collective's ordinal (bytes 80..83).
 // 9: abandoned blocks (kind 2, byte 84).
-constexpr uint8_t kVersion = 9;
+// 10: an abandoned block's type may be any byte (the notice of a call refused for its type).
+constexpr uint8_t kVersion = 10;
 
 void Put(uint8_t* at, uint64_t value, int bytes) {
   for (int i = 0; i < bytes; ++i) at[i] = static_cast<uint8_t>(value >> (8 * i));
@@ -62,7 +63,7 @@ absl::StatusOr<Envelope> DecodeEnvelope(const uint8_t* bytes) {
                                             bytes[4], ")"));
   }
   const bool abandoned = bytes[5] == static_cast<uint8_t>(BlockKind::kAbandoned);
-  if (bytes[5] > static_cast<uint8_t>(BlockKind::kAbandoned) || !IsValidDataType(bytes[6]) ||
+  if (bytes[5] > static_cast<uint8_t>(BlockKind::kAbandoned) || (!abandoned && !IsValidDataType(bytes[6])) ||
       !IsValidOperationKind(bytes[7]) || (!abandoned && !IsValidReduceOp(bytes[68]))) {
     return absl::DataLossError(absl::StrCat("bad block envelope (kind ", bytes[5], ", dtype ", bytes[6], ", operation ",
                                             bytes[7], ", reduction ", bytes[68], ")"));

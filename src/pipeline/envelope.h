@@ -4,7 +4,7 @@
 //
 //   offset size field
 //        0    4 magic "UZPE"
-//        4    1 version (6)
+//        4    1 version (10)
 //        5    1 kind: 0 plain bytes, 1 frame
 //        6    1 dtype (DataType)
 //        7    1 operation kind (schedule.h's OperationKind)
@@ -42,7 +42,8 @@
 // its envelope sends this one instead, so that the receiver fails at once, naming the peer (and
 // a peer the sender saw fail, so that a dead rank is named on every rank), and every place on
 // the link still takes exactly one envelope: the next calls pair as they should. It is a run of
-// itself, and its reduction operator may be any byte (a call refused for its operator).
+// itself, and its type and reduction operator may be any byte (a call refused for them; version
+// 10 for the type).
 //
 // A plain block carries its own bytes (run_first = block index, run_blocks = 1), or it is one of
 // a plain run (docs/PIPELINE.md, "Plain runs"): consecutive plain blocks of a point-to-point

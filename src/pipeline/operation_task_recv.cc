@@ -19,9 +19,16 @@ namespace ucclzip::pipeline {
 using transport::MemoryType;
 
 std::string DescribeOperation(OperationKind kind, uint64_t count, DataType dtype, ReduceOp op, int root) {
-  std::string text = absl::StrCat(OperationKindName(kind), " of ", count, " elements of ", DataTypeName(dtype));
-  if (KindReduces(kind) && KindHasRoot(kind)) return absl::StrCat(text, " (", ReduceOpName(op), ", root ", root, ")");
-  if (KindReduces(kind)) return absl::StrCat(text, " (", ReduceOpName(op), ")");
+  // A peer's call refused for its type or operator names the byte it was given.
+  const std::string type = IsValidDataType(static_cast<uint8_t>(dtype))
+                               ? DataTypeName(dtype)
+                               : absl::StrCat("invalid dtype ", static_cast<int>(dtype));
+  const std::string reduction = IsValidReduceOp(static_cast<uint8_t>(op))
+                                    ? ReduceOpName(op)
+                                    : absl::StrCat("invalid reduction operator ", static_cast<int>(op));
+  std::string text = absl::StrCat(OperationKindName(kind), " of ", count, " elements of ", type);
+  if (KindReduces(kind) && KindHasRoot(kind)) return absl::StrCat(text, " (", reduction, ", root ", root, ")");
+  if (KindReduces(kind)) return absl::StrCat(text, " (", reduction, ")");
   if (KindHasRoot(kind)) return absl::StrCat(text, " (root ", root, ")");
   return text;
 }

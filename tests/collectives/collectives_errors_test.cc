@@ -486,6 +486,34 @@ TEST(CollectiveErrors, ACallRefusedUnplacedInAGroupKeepsItsPlaceInCallOrder) {
   }));
 }
 
+// A collective refused for its type, a byte outside DataType's enum, tells its peer so: the
+// notice carries that byte (envelope version 10), and the peer fails within half the operation
+// timeout, naming it. Until session 43 no notice went, and the peer waited for the timeout.
+TEST(CollectiveErrors, ACallRefusedForItsTypeTellsItsPeerTheType) {
+  ExpectRanksSucceeded(RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
+    const transport::TransportOptions options = ShortTimeoutOptions();
+    auto comm = CreateCommunicator(context, options);
+    if (!comm.ok()) return comm.status();
+    Communicator& c = **comm;
+    std::vector<uint16_t> input(3000, 0x3f80), output(input.size());
+    const DataType dtype = c.rank() == 1 ? static_cast<DataType>(13) : DataType::kBFloat16;
+    const absl::Time start = absl::Now();
+    const absl::Status status =
+        c.AllReduce(input.data(), output.data(), input.size(), dtype, ReduceOp::kSum, nullptr).Wait(absl::Seconds(30));
+    if (c.rank() == 1) {
+      return ExpectError(status, absl::StatusCode::kInvalidArgument, {"rank 1", "invalid dtype 13"}, "the refused call");
+    }
+    if (absl::Now() - start > options.op_timeout / 2) {
+      return absl::InternalError(absl::StrCat("rank 0's allreduce ended only after ",
+                                              absl::FormatDuration(absl::Now() - start), ": ", status.ToString()));
+    }
+    return ExpectError(status, absl::StatusCode::kInvalidArgument,
+                       {"peer 1 called allreduce of 3000 elements of invalid dtype 13 (sum) where rank 0 called "
+                        "allreduce of 3000 elements of bf16 (sum)"},
+                       "rank 0, told by rank 1's notice");
+  }));
+}
+
 // A collective that runs longer than a look's delay (100 ms) while its envelope receives are
 // staged (host memory through the pinned pool, as device memory goes where UCX does not take
 // it): a staged receive reaches UCX only once a staging block is free, and until then its

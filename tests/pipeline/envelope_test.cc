@@ -114,6 +114,12 @@ TEST(Envelope, AnAbandonedBlockCarriesItsSendersFailureAndNoOtherDoes) {
   ASSERT_TRUE(out.ok()) << out.status();
   EXPECT_EQ(out->failed_peer, 70'000);
   EXPECT_EQ(static_cast<int>(out->op), 200);
+  // Any type byte too (the notice of a call refused for its type), where other blocks are refused.
+  abandoned.dtype = static_cast<DataType>(201);
+  out = DecodeEnvelope(EncodeEnvelope(abandoned).data());
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_EQ(static_cast<int>(out->dtype), 201);
+  abandoned.dtype = DataType::kFloat32;
   Envelope in_a_run = abandoned;
   in_a_run.run_blocks = 3;
   EXPECT_EQ(DecodeEnvelope(EncodeEnvelope(in_a_run).data()).status().code(), absl::StatusCode::kDataLoss);
@@ -138,13 +144,14 @@ TEST(Envelope, RejectsBadMagicKindTypeAndOperation) {
   auto bad_magic = good;
   bad_magic[1] ^= 1;
   EXPECT_EQ(DecodeEnvelope(bad_magic.data()).status().code(), absl::StatusCode::kDataLoss);
-  // Version 5 ordered every link in groups of 2 blocks, and version 8 sent nothing for a failed
-  // call's places: peers of those versions are refused.
+  // Version 5 ordered every link in groups of 2 blocks, version 8 sent nothing for a failed
+  // call's places, and version 9 refused a notice of a call refused for its type: peers of those
+  // versions are refused.
   auto older = good;
-  older[4] = 5;
-  EXPECT_EQ(DecodeEnvelope(older.data()).status().code(), absl::StatusCode::kDataLoss);
-  older[4] = 8;
-  EXPECT_EQ(DecodeEnvelope(older.data()).status().code(), absl::StatusCode::kDataLoss);
+  for (uint8_t version : {5, 8, 9}) {
+    older[4] = version;
+    EXPECT_EQ(DecodeEnvelope(older.data()).status().code(), absl::StatusCode::kDataLoss) << int{version};
+  }
   auto bad_kind = good;
   bad_kind[5] = 7;
   EXPECT_EQ(DecodeEnvelope(bad_kind.data()).status().code(), absl::StatusCode::kDataLoss);
