@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "nccl/clique.h"
 #include "nccl/comm.h"
+#include "nccl/config.h"
 #include "nccl/environment.h"
 #include "nccl/group.h"
 #include "nccl/profiling_names.h"
@@ -20,9 +21,6 @@ namespace ucclzip::nccl {
 namespace {
 
 static_assert(sizeof(ncclUniqueId::internal) == sizeof(UniqueId::bytes), "an ncclUniqueId carries a ucclzip UniqueId");
-
-// NCCL's magic of a config made with NCCL_CONFIG_INITIALIZER.
-constexpr unsigned int kConfigMagic = 0xcafebeef;
 
 int CurrentCudaDevice() {
   int device = -1;
@@ -75,9 +73,11 @@ ncclResult_t InitRank(ncclComm_t* comm, int nranks, const ncclUniqueId& id, int 
     return ReportInGroup(absl::InvalidArgumentError(
         absl::StrCat("ncclCommInitRank: rank ", rank, " is not a rank of a world of ", nranks)));
   }
-  if (config != nullptr && config->magic != kConfigMagic) {
-    return ReportInGroup(absl::InvalidArgumentError(
-        "ncclCommInitRankConfig: the config was not initialised with NCCL_CONFIG_INITIALIZER"));
+  if (config != nullptr) {
+    if (absl::Status checked = CheckConfig(*config, absl::StrCat("ncclCommInitRankConfig (rank ", rank, " of ", nranks, ")"));
+        !checked.ok()) {
+      return ReportInGroup(checked);
+    }
   }
   auto created = std::make_unique<ncclComm>();
   created->cuda_device = CurrentCudaDevice();

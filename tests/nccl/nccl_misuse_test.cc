@@ -6,6 +6,7 @@
 #include <nccl.h>
 
 #include <climits>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -75,6 +76,65 @@ TEST(NcclMisuse, RanksAndWorldsThatCannotBeAreRefused) {
               "a bad rank in a group");
   ExpectFails(ncclGroupEnd(), ncclInvalidArgument, {"rank 5 is not a rank of a world of 2"}, "the group's end");
   EXPECT_EQ(comm, nullptr);
+}
+
+// A config that NCCL 2.28 refuses is refused here too, naming the field and its value, though
+// ucclzip uses none of its fields: a program learns of it before it moves to NCCL (until
+// session 43 only the magic was checked). The fields a config's size or version does not cover
+// are not read: an older program's struct ends earlier.
+TEST(NcclMisuse, ConfigsThatNcclRefusesAreRefused) {
+  ncclUniqueId id;
+  ASSERT_EQ(ncclGetUniqueId(&id), ncclSuccess) << LastError();
+  ncclComm_t comm = nullptr;
+  ncclConfig_t uninitialised;
+  std::memset(&uninitialised, 0, sizeof(uninitialised));
+  uninitialised.size = sizeof(uninitialised);
+  ExpectFails(ncclCommInitRankConfig(&comm, 1, id, 0, &uninitialised), ncclInvalidArgument,
+              {"ncclCommInitRankConfig (rank 0 of 1)", "not initialised with NCCL_CONFIG_INITIALIZER"}, "no magic");
+  struct Bad {
+    void (*set)(ncclConfig_t&);
+    std::string says;
+  };
+  const Bad bad[] = {
+      {[](ncclConfig_t& c) { c.blocking = 2; }, "config.blocking is 2; NCCL takes 0 or 1"},
+      {[](ncclConfig_t& c) { c.cgaClusterSize = -1; }, "config.cgaClusterSize is -1"},
+      {[](ncclConfig_t& c) { c.minCTAs = 0; }, "config.minCTAs is 0; NCCL takes 1 or more"},
+      {[](ncclConfig_t& c) { c.maxCTAs = -3; }, "config.maxCTAs is -3"},
+      {[](ncclConfig_t& c) { c.minCTAs = 8, c.maxCTAs = 4; }, "config.minCTAs is 8; NCCL takes at most maxCTAs, 4"},
+      {[](ncclConfig_t& c) { c.splitShare = 2; }, "config.splitShare is 2"},
+      {[](ncclConfig_t& c) { c.collnetEnable = -1; }, "config.collnetEnable is -1"},
+      {[](ncclConfig_t& c) { c.CTAPolicy = 4; }, "config.CTAPolicy is 4; NCCL takes NCCL_CTA_POLICY_* flags"},
+      {[](ncclConfig_t& c) { c.CTAPolicy = -1; }, "config.CTAPolicy is -1"},
+      {[](ncclConfig_t& c) { c.shrinkShare = 3; }, "config.shrinkShare is 3"},
+      {[](ncclConfig_t& c) { c.nvlsCTAs = 0; }, "config.nvlsCTAs is 0"},
+      {[](ncclConfig_t& c) { c.nChannelsPerNetPeer = 0; }, "config.nChannelsPerNetPeer is 0"},
+      {[](ncclConfig_t& c) { c.nvlinkCentricSched = 7; }, "config.nvlinkCentricSched is 7"},
+  };
+  for (const Bad& b : bad) {
+    ncclConfig_t config = NCCL_CONFIG_INITIALIZER;
+    b.set(config);
+    comm = reinterpret_cast<ncclComm_t>(&config);  // overwritten with NULL on failure
+    ExpectFails(ncclCommInitRankConfig(&comm, 1, id, 0, &config), ncclInvalidArgument,
+                {"ncclCommInitRankConfig (rank 0 of 1)", b.says}, b.says);
+    EXPECT_EQ(comm, nullptr);
+  }
+  // In a group the refusal fails the group's end too.
+  ncclConfig_t blocking_two = NCCL_CONFIG_INITIALIZER;
+  blocking_two.blocking = 2;
+  ASSERT_EQ(ncclGroupStart(), ncclSuccess);
+  ExpectFails(ncclCommInitRankConfig(&comm, 1, id, 0, &blocking_two), ncclInvalidArgument, {"config.blocking is 2"},
+              "in a group");
+  ExpectFails(ncclGroupEnd(), ncclInvalidArgument, {"config.blocking is 2"}, "the group's end");
+  // A 2.16 program's config: its struct ends before the fields of 2.17 on, which hold anything
+  // here (0 in minCTAs, which 2.28 would refuse), and its version says so too.
+  ncclConfig_t older = NCCL_CONFIG_INITIALIZER;
+  older.size = offsetof(ncclConfig_t, cgaClusterSize);
+  older.version = NCCL_VERSION(2, 16, 0);
+  older.blocking = 1;
+  older.minCTAs = 0;
+  older.nvlsCTAs = 0;
+  ASSERT_EQ(ncclCommInitRankConfig(&comm, 1, id, 0, &older), ncclSuccess) << LastError();
+  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess) << LastError();
 }
 
 class NcclMisuseOneRank : public NcclOneRank {};
