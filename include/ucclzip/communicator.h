@@ -338,7 +338,7 @@ class Communicator {
   Operation Refused(const absl::Status& status);
   // Refused, for a call that could not take its places on its links to `peers` (a collective
   // whose schedule cannot be built, a call the engine cannot prepare even as refused): the
-  // links count it (pipeline::Engine::MarkUnplaced), so that where a peer's matching call did
+  // links count it (pipeline::Engine::UnplacedCall), so that where a peer's matching call did
   // take its places, the next pairing fails as out of step instead of delivering that call's
   // messages to this rank's next one.
   // A collective counts among the collective calls too (pipeline::Schedule::ordinal). `call`

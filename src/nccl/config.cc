@@ -63,8 +63,10 @@ absl::Status CheckConfig(const ncclConfig_t& given, absl::string_view call) {
   }
   if (!Positive(config.minCTAs)) return invalid("minCTAs", config.minCTAs, "1 or more");
   if (!Positive(config.maxCTAs)) return invalid("maxCTAs", config.maxCTAs, "1 or more");
-  if (Set(config.minCTAs) && Set(config.maxCTAs) && config.minCTAs > config.maxCTAs) {
-    return invalid("minCTAs", config.minCTAs, absl::StrCat("at most maxCTAs, ", config.maxCTAs));
+  // As NCCL compares them: a minCTAs without a maxCTAs (INT_MIN) is refused too.
+  if (Set(config.minCTAs) && config.minCTAs > config.maxCTAs) {
+    return invalid("minCTAs", config.minCTAs,
+                   Set(config.maxCTAs) ? absl::StrCat("at most maxCTAs, ", config.maxCTAs) : "it only with a maxCTAs");
   }
   if (!Flag(config.splitShare)) return invalid("splitShare", config.splitShare, "0 or 1");
   if (!Flag(config.collnetEnable)) return invalid("collnetEnable", config.collnetEnable, "0 or 1");
@@ -73,6 +75,7 @@ absl::Status CheckConfig(const ncclConfig_t& given, absl::string_view call) {
   }
   if (!Flag(config.shrinkShare)) return invalid("shrinkShare", config.shrinkShare, "0 or 1");
   if (!Positive(config.nvlsCTAs)) return invalid("nvlsCTAs", config.nvlsCTAs, "1 or more");
+  // Its upper bound is the NCCL build's channel count, which this library has none of.
   if (!Positive(config.nChannelsPerNetPeer)) return invalid("nChannelsPerNetPeer", config.nChannelsPerNetPeer, "1 or more");
   if (!Flag(config.nvlinkCentricSched)) return invalid("nvlinkCentricSched", config.nvlinkCentricSched, "0 or 1");
   return absl::OkStatus();

@@ -12,7 +12,7 @@ namespace ucclzip::nccl {
 
 // OK, or InvalidArgument naming `call` (its prefix, "ncclCommInitRankConfig (rank 0 of 2)"),
 // the field and its value: a config not made with NCCL_CONFIG_INITIALIZER, or a field outside
-// the values NCCL 2.28 takes. Reads only the `size` bytes the caller's struct has, and of those
+// the values NCCL 2.28 takes (but for nChannelsPerNetPeer's upper bound, its build's channels). Reads only the `size` bytes the caller's struct has, and of those
 // only the fields of the NCCL version the config names (an older program's struct lacks the
 // later fields, whatever its size says).
 absl::Status CheckConfig(const ncclConfig_t& config, absl::string_view call);

@@ -103,8 +103,9 @@ struct Communicator::Impl {
     // Calls refused at once, whose schedule could not be told (Communicator::Refused): they
     // take no places, but GroupEnd's Operation covers them too.
     std::vector<std::shared_ptr<transport::Request>> refused;
-    // Those of them that are collectives: they take their ordinals at GroupEnd among `calls`.
-    std::vector<pipeline::Engine::UnplacedCollective> unplaced;
+    // Those of them refused before they took their places on their links: they are counted at
+    // GroupEnd among `calls`, where they were called.
+    std::vector<pipeline::Engine::UnplacedCall> unplaced;
   };
   absl::Mutex group_mutex;
   std::map<uint64_t, OpenGroup> groups ABSL_GUARDED_BY(group_mutex);  // by ThreadToken()
@@ -125,15 +126,21 @@ absl::StatusOr<std::unique_ptr<Communicator>> Communicator::Create(const Communi
 Communicator::~Communicator() {
   // Calls left in a group that never ended were never posted: their Operations fail now rather
   // than wait for ever.
+  std::vector<pipeline::Engine::UnplacedCall> unplaced;
   {
     absl::MutexLock lock(&impl_->group_mutex);
     for (auto& [thread, group] : impl_->groups) {
       pipeline::Engine::Discard(std::move(group.calls),
                                 absl::CancelledError("the communicator was destroyed while the call's group was open "
                                                      "(GroupStart without GroupEnd)"));
+      unplaced.insert(unplaced.end(), std::make_move_iterator(group.unplaced.begin()),
+                      std::make_move_iterator(group.unplaced.end()));
     }
     impl_->groups.clear();
   }
+  // Their calls refused before they took their places are told all the same, as outside a group:
+  // a peer's matching call then fails at its next look, not when this rank's transport ends.
+  if (!unplaced.empty()) impl_->engine->Submit({}, std::move(unplaced));
   // The barrier makes sure every rank has finished with the others (every completed send
   // delivered) before the endpoints are closed; if a peer is gone it fails fast or times out.
   // An aborted communicator delivers nothing more and leaves at once, as NCCL's abort does: its
@@ -190,22 +197,22 @@ Operation Communicator::Refused(const absl::Status& status) {
 
 Operation Communicator::RefusedUnplaced(const pipeline::Call& call, const absl::Status& status,
                                         const std::vector<int>& peers) {
-  pipeline::Call refused = call;
-  if (refused.refused.ok()) refused.refused = status;
+  pipeline::Engine::UnplacedCall unplaced{.peers = peers, .call = call};
+  if (unplaced.call.refused.ok()) unplaced.call.refused = status;
   bool in_group = false;
   {
     absl::MutexLock lock(&impl_->group_mutex);
     auto group = impl_->groups.find(ThreadToken());
-    if (group != impl_->groups.end() && refused.schedule.kind != pipeline::OperationKind::kSendRecv) {
+    if (group != impl_->groups.end()) {
       in_group = true;
-      const auto& calls = group->second.calls;
-      group->second.unplaced.push_back(
-          {.call = refused, .collectives_before = static_cast<size_t>(std::count_if(calls.begin(), calls.end(), [](const auto& spec) {
-             return spec.schedule.kind != pipeline::OperationKind::kSendRecv;
-           }))});
+      const std::vector<pipeline::OperationSpec>& calls = group->second.calls;
+      unplaced.calls_before = std::count_if(calls.begin(), calls.end(), [&](const pipeline::OperationSpec& spec) {
+        return !pipeline::IsOrWasSelfTransfer(spec, rank());
+      });
+      group->second.unplaced.push_back(std::move(unplaced));
     }
   }
-  impl_->engine->MarkUnplaced(peers, refused, in_group);
+  if (!in_group) impl_->engine->Submit({}, {std::move(unplaced)});
   return Refused(status);
 }
 
@@ -275,7 +282,7 @@ void Communicator::GroupStart() {
 Operation Communicator::GroupEnd() {
   std::vector<pipeline::OperationSpec> specs;
   std::vector<std::shared_ptr<transport::Request>> requests;
-  std::vector<pipeline::Engine::UnplacedCollective> unplaced;
+  std::vector<pipeline::Engine::UnplacedCall> unplaced;
   {
     absl::MutexLock lock(&impl_->group_mutex);
     auto group = impl_->groups.find(ThreadToken());

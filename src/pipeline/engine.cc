@@ -10,6 +10,7 @@
 #include "pipeline/group_overlaps.h"
 #include "pipeline/held_streams.h"
 #include "pipeline/reduce.h"
+#include "pipeline/self_transfers.h"
 #include "transport/message_tag.h"
 
 namespace ucclzip::pipeline {
@@ -238,12 +239,6 @@ absl::StatusOr<OperationSpec> Engine::Prepare(Call& call) {
     return invalid("null buffer");
   }
   OperationSpec spec;
-  // Counted only after a refusal that took no places: every call would otherwise lock the
-  // engine's mutex here (with Debian's Abseil, a look-up in a process-wide graph each time).
-  if (any_unplaced_.load(std::memory_order_acquire)) {
-    absl::MutexLock lock(&mutex_);
-    spec.unplaced = unplaced_;
-  }
   spec.block_elements = PipelineBlockElements(schedule.count, ElementSize(call.dtype), options_.pipeline_block_bytes,
                                               options_.min_pipeline_block_bytes, schedule.chain_hops);
   // Counted in 64 bits: a step's blocks must fit the tag's block numbers.
@@ -351,7 +346,7 @@ void Engine::Discard(std::vector<OperationSpec> specs, const absl::Status& why) 
   }
 }
 
-void Engine::Submit(std::vector<OperationSpec> specs, std::vector<UnplacedCollective> unplaced) {
+void Engine::Submit(std::vector<OperationSpec> specs, std::vector<UnplacedCall> unplaced) {
   // Calls of the group that race for a buffer fail, taking their places all the same (as a
   // refused call does), and hold no stream.
   const std::vector<absl::Status> conflicts = GroupOverlaps(specs);
@@ -403,32 +398,38 @@ void Engine::Submit(std::vector<OperationSpec> specs, std::vector<UnplacedCollec
     if (task->spec().stream_order == StreamOrder::kReturnWhenDone) return_when_done.push_back(task->spec().request);
   }
   Queue(std::move(tasks), unplaced);
-  for (const UnplacedCollective& refused : unplaced) TellUnplaced(refused.call);
+  for (const UnplacedCall& refused : unplaced) {
+    if (refused.call.schedule.kind != OperationKind::kSendRecv) TellUnplaced(refused.call);
+  }
   if (ReturnWhenDoneScope::Keep(return_when_done)) return;
   // As long as a held stream would wait: until the call is done, fails, or reaches its timeout.
   for (const std::shared_ptr<Request>& request : return_when_done) request->Wait(absl::InfiniteFuture()).IgnoreError();
 }
 
-void Engine::Queue(std::vector<std::unique_ptr<OperationTask>> tasks, std::vector<UnplacedCollective>& unplaced) {
+void Engine::Queue(std::vector<std::unique_ptr<OperationTask>> tasks, std::vector<UnplacedCall>& unplaced) {
   absl::MutexLock lock(&mutex_);
-  size_t collectives = 0;
-  auto unplaced_up_to = unplaced.begin();
-  // The group's unplaced collectives called before its `collectives`-th one take their ordinals.
-  auto order_unplaced = [&] {
-    for (; unplaced_up_to != unplaced.end() && unplaced_up_to->collectives_before <= collectives; ++unplaced_up_to) {
-      unplaced_up_to->call.schedule.ordinal = collective_calls_++;
+  auto next_unplaced = unplaced.begin();
+  // The unplaced calls made before the `calls`-th of the tasks on a link are counted, and take
+  // their ordinals.
+  auto count_unplaced = [&](size_t calls) {
+    for (; next_unplaced != unplaced.end() && next_unplaced->calls_before <= calls; ++next_unplaced) {
+      for (int peer : next_unplaced->peers) ++unplaced_[peer];
+      any_unplaced_ = any_unplaced_ || !next_unplaced->peers.empty();
+      if (next_unplaced->call.schedule.kind != OperationKind::kSendRecv) {
+        next_unplaced->call.schedule.ordinal = collective_calls_++;
+      }
     }
   };
+  size_t calls_on_links = 0;
   for (auto& task : tasks) {
     // A call refused above takes its places in its links' order all the same, as a call that
     // fails later does: its peers' matching calls took theirs, and this rank's next call must
     // pair with their next one, not with the message meant for this one.
     const bool refused = !task->status().ok();
-    if (task->spec().schedule.kind != OperationKind::kSendRecv) {
-      order_unplaced();
-      ++collectives;
-      task->set_collective_ordinal(collective_calls_++);
-    }
+    if (!IsOrWasSelfTransfer(task->spec(), rank_)) count_unplaced(calls_on_links++);
+    // Copied only after a refusal that took no places, which few programs ever make.
+    if (any_unplaced_) task->set_unplaced(unplaced_);
+    if (task->spec().schedule.kind != OperationKind::kSendRecv) task->set_collective_ordinal(collective_calls_++);
     std::vector<uint32_t> send(lanes_.size()), recv(lanes_.size());
     for (int peer = 0; peer < lanes_.size(); ++peer) {
       send[peer] = next_send_sequence_[peer];
@@ -449,8 +450,7 @@ void Engine::Queue(std::vector<std::unique_ptr<OperationTask>> tasks, std::vecto
     task->set_number(submitted_count_++);
     submitted_.push_back(std::move(task));
   }
-  collectives = std::numeric_limits<size_t>::max();
-  order_unplaced();
+  count_unplaced(std::numeric_limits<size_t>::max());
   wake_ = true;
   woken_.store(true, std::memory_order_release);
 }
@@ -460,18 +460,6 @@ void Engine::Abort(const absl::Status& why) {
   if (aborted_.ok()) aborted_ = why;
   wake_ = true;
   woken_.store(true, std::memory_order_release);
-}
-
-void Engine::MarkUnplaced(const std::vector<int>& peers, const Call& call, bool in_group) {
-  Call refused = call;
-  {
-    absl::MutexLock lock(&mutex_);
-    for (int peer : peers) ++unplaced_[peer];
-    if (!peers.empty()) any_unplaced_.store(true, std::memory_order_release);
-    if (call.schedule.kind == OperationKind::kSendRecv || in_group) return;
-    refused.schedule.ordinal = collective_calls_++;
-  }
-  TellUnplaced(refused);
 }
 
 void Engine::TellUnplaced(const Call& refused) {

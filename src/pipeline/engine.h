@@ -82,17 +82,28 @@ class Engine {
   // Takes the call's schedule only on success. A refused call (Call::refused) is checked only
   // for what its places on its links need (type, peers, block count).
   absl::StatusOr<OperationSpec> Prepare(Call& call);
-  // A collective of a group refused before it could take its places (MarkUnplaced), told at
-  // GroupEnd: it takes its ordinal after the group's first `collectives_before` collectives, in
-  // the order it was called, as the group's calls take theirs only when they are submitted.
-  struct UnplacedCollective {
-    Call call;
-    size_t collectives_before = 0;
+  // A call refused before it could take its places on its links to `peers` (its schedule could
+  // not be built or prepared): each such link counts it. Every envelope carries its link's count
+  // (Envelope::unplaced, as it stood at its call's place in this rank's order:
+  // OperationSpec::unplaced), and a receiver whose own count differs fails the block as out of
+  // step: where the peer's matching call did take its places, this rank is a call behind it
+  // there, and its next call would pair with the messages of the peer's earlier one and could
+  // complete with their data. Calls refused alike on both sides keep the counts equal.
+  // A collective refused so also counts among the collective calls (Schedule::ordinal), and
+  // tells every peer so by a notice (notices.h), for its peers may wait for it.
+  struct UnplacedCall {
+    std::vector<int> peers;
+    Call call;  // what was called, its schedule's steps aside; its status is call.refused
+    // In a group: the group's calls before it, transfers to this rank itself aside
+    // (IsOrWasSelfTransfer): it takes its place among them at GroupEnd, when they take theirs,
+    // as in the order the calls were made (a call of another thread posted meanwhile comes
+    // before the whole group, as on its peers).
+    size_t calls_before = 0;
   };
-  // Queues prepared calls; their streams then wait for them, or the calls that cannot hold
-  // their streams are waited for here (stream_order.h). `unplaced`: the group's collectives
-  // that took no places, already counted (MarkUnplaced with `in_group`).
-  void Submit(std::vector<OperationSpec> specs, std::vector<UnplacedCollective> unplaced = {});
+  // Queues prepared calls, and counts the calls among them refused before they took their places
+  // (`unplaced`, in a group's order); the queued calls' streams then wait for them, or the calls
+  // that cannot hold their streams are waited for here (stream_order.h).
+  void Submit(std::vector<OperationSpec> specs, std::vector<UnplacedCall> unplaced = {});
   // Completes prepared calls that will never be submitted with `why` (their streams were never
   // held).
   static void Discard(std::vector<OperationSpec> specs, const absl::Status& why);
@@ -104,28 +115,14 @@ class Engine {
   // (transport/message_tag.h) without a million calls first.
   void StartSequencesAt(uint32_t first);
 
-  // A call refused before it could take its places on its links to `peers` (its schedule could
-  // not be built or prepared): each such link counts it. Every envelope carries its link's count
-  // (Envelope::unplaced, as it stood at each call: OperationSpec::unplaced), and a receiver
-  // whose own count differs fails the block as out of step:
-  // where the peer's matching call did take its places, this rank is a call behind it there,
-  // and its next call would pair with the messages of the peer's earlier one and could complete
-  // with their data. Calls refused alike on both sides keep the counts equal.
-  // A collective refused so also counts among the collective calls (Schedule::ordinal), and
-  // tells every peer so by a notice (notices.h), for its peers may wait for it (`call`: what the
-  // call was, its schedule's steps aside; its status is call.refused). Called in a group
-  // (`in_group`), the links count it now, for the group's later calls carry the counts from
-  // when they are called, and a collective takes its ordinal and tells its peers at GroupEnd
-  // (Submit's `unplaced`).
-  void MarkUnplaced(const std::vector<int>& peers, const Call& call, bool in_group = false);
-
  private:
   absl::Status EnsureDevice(int device);
   // Gives the tasks their places on their links and hands them to the pipeline thread; the
-  // group's unplaced collectives take their ordinals among the tasks' (their schedules').
-  void Queue(std::vector<std::unique_ptr<OperationTask>> tasks, std::vector<UnplacedCollective>& unplaced);
+  // unplaced calls are counted among them, and the collectives among those take their ordinals
+  // (in their schedules).
+  void Queue(std::vector<std::unique_ptr<OperationTask>> tasks, std::vector<UnplacedCall>& unplaced);
   // Tells every peer that the collective `refused`, its ordinal taken, was refused before it
-  // took its places (MarkUnplaced).
+  // took its places (UnplacedCall).
   void TellUnplaced(const Call& refused);
   void Loop();
   // Completes the task's request and releases its stream, once.
@@ -149,8 +146,8 @@ class Engine {
   std::vector<uint32_t> next_send_sequence_ ABSL_GUARDED_BY(mutex_);
   std::vector<uint32_t> next_recv_sequence_ ABSL_GUARDED_BY(mutex_);
   std::vector<absl::Status> recv_out_of_step_ ABSL_GUARDED_BY(mutex_);
-  std::vector<uint16_t> unplaced_ ABSL_GUARDED_BY(mutex_);  // per link, MarkUnplaced's counts (wrapping)
-  std::atomic<bool> any_unplaced_{false};                  // set once unplaced_ is not all zero
+  std::vector<uint16_t> unplaced_ ABSL_GUARDED_BY(mutex_);  // per link, the UnplacedCalls (wrapping)
+  bool any_unplaced_ ABSL_GUARDED_BY(mutex_) = false;      // set once unplaced_ is not all zero
   // Collective calls so far, in the order they took their places (refused ones included): the
   // next one's Schedule::ordinal. Counted as places are taken, not as calls are made, since
   // threads of one rank may make calls in another order than they post them (in a group).

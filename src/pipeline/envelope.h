@@ -19,7 +19,7 @@
 //       64    4 root (broadcast, reduce), else 0xFFFFFFFF
 //       68    1 reduction operator
 //       69    1 frame: log2 of its lanes' symbols (its layout depends on them), else 0
-//       70    2 unplaced: calls on this link that took no places on it (Engine::MarkUnplaced)
+//       70    2 unplaced: calls on this link that took no places on it (Engine::UnplacedCall)
 //       72    4 run_first: the block whose raw part (stream 1) carries this block's bytes
 //       76    4 run_blocks: how many consecutive blocks, from run_first, that part carries
 //       80    4 collective ordinal: the collective calls the sender's communicator had before

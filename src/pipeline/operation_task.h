@@ -79,7 +79,8 @@ struct OperationSpec {
   // Not OK: the call was refused (Call::refused); it only takes its places on its links.
   absl::Status refused;
   // Per link, the calls refused before this one without taking their places there
-  // (Engine::MarkUnplaced), as the count stood when this call was made: sent in its envelopes,
+  // (Engine::UnplacedCall), as the count stood at this call's place in the rank's order (set as
+  // the engine queues it): sent in its envelopes,
   // compared with the peer's in theirs. Empty while every count is 0 (UnplacedOn).
   std::vector<uint16_t> unplaced;
 };
@@ -147,6 +148,8 @@ class OperationTask {
   // A collective's place among the communicator's collective calls (Schedule::ordinal); before
   // the task starts.
   void set_collective_ordinal(uint32_t ordinal) { spec_.schedule.ordinal = ordinal; }
+  // The links' counts of calls refused before they took their places, at this call's place.
+  void set_unplaced(std::vector<uint16_t> counts) { spec_.unplaced = std::move(counts); }
   void set_done_flag(StreamFlags::Ticket ticket) { spec_.done_flag = ticket; }
   // The done flag, once: the caller's stream is let go of exactly once (Engine::LetGoOfStream).
   std::optional<StreamFlags::Ticket> take_done_flag() { return std::exchange(spec_.done_flag, std::nullopt); }

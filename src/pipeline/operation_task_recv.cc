@@ -192,7 +192,7 @@ bool OperationTask::DiscardUnposted(TaskContext& context, RecvBlock& block) {
 
 absl::Status OperationTask::UnplacedMismatch(const Envelope& envelope, int peer) const {
   // A call refused on one side only before it could take its places leaves this rank's call
-  // paired with another than the peer's, however alike the two look (Engine::MarkUnplaced).
+  // paired with another than the peer's, however alike the two look (Engine::UnplacedCall).
   if (envelope.unplaced == UnplacedOn(peer)) return absl::OkStatus();
   return absl::FailedPreconditionError(absl::StrCat(
       "peer ", peer, " counts ", envelope.unplaced, " and rank ", rank_, " ", UnplacedOn(peer),

@@ -65,6 +65,12 @@ bool IsSelfTransfer(const OperationSpec& spec, int rank) {
   return SendsToItself(spec, rank) || (spec.schedule.recvs.size() == 1 && spec.schedule.recvs[0].peer == rank);
 }
 
+bool IsOrWasSelfTransfer(const OperationSpec& spec, int rank) {
+  // A Send or Recv has one step; the copy none.
+  return IsSelfTransfer(spec, rank) || (spec.schedule.kind == OperationKind::kSendRecv && spec.schedule.sends.empty() &&
+                                        spec.schedule.recvs.empty());
+}
+
 void PairSelfTransfers(std::vector<OperationSpec>& specs, int rank) {
   std::vector<size_t> sends, recvs;
   for (size_t i = 0; i < specs.size(); ++i) {

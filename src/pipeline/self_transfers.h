@@ -13,6 +13,9 @@ namespace ucclzip::pipeline {
 
 // True for the spec of a Send to `rank` itself or of a Recv from it.
 bool IsSelfTransfer(const OperationSpec& spec, int rank);
+// IsSelfTransfer, or the copy that PairSelfTransfers made of a pair: the calls of a group that
+// take no place on any link, before and after GroupEnd pairs them.
+bool IsOrWasSelfTransfer(const OperationSpec& spec, int rank);
 
 // Pairs a group's self transfers into copies, in place. A pair whose calls disagree (count,
 // type, memory or stream) fails, both of its calls naming both; a call left without a partner

@@ -15,6 +15,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "collective_test_util.h"
 #include "gpu_test.h"
 #include "pipeline/envelope.h"
@@ -436,32 +437,44 @@ INSTANTIATE_TEST_SUITE_P(, CollectiveUnplacedOnOneRank,
                            return absl::StrCat(std::get<0>(info.param), "ranks_", std::get<1>(info.param), "floats");
                          });
 
-// The same refusal inside a group, after an allreduce that every rank makes: the refused
-// broadcast takes its ordinal after the allreduce, as the group's calls do on the other ranks,
-// and tells them so. Until session 43 it took its ordinal when it was called, before the
-// group's calls took theirs at GroupEnd: its notice then failed the peers' allreduce, naming a
-// broadcast, and the allreduce's envelopes were one collective call off everywhere. By the
-// chain (0 -> 1 -> 2), so that rank 2 hears of the broadcast only by rank 1's notice.
+// The same refusal inside a group, between calls that every rank makes: the refused broadcast
+// takes its ordinal between theirs, as the group's calls do on the other ranks, and tells them
+// so. Until session 43 it took its ordinal when it was called, before the group's calls took
+// theirs at GroupEnd: its notice then failed the peers' allreduce, naming a broadcast, and the
+// allreduce's envelopes were one collective call off everywhere. The broadcast goes down the
+// chain (0 -> 1 -> 2), so that rank 2 hears of it only by rank 1's notice; the group's last
+// call, a smaller broadcast, down the tree, where rank 2 hears from rank 0 alone (one numbered
+// after the group's calls would tell that one instead, and rank 2's first would wait for its
+// timeout).
 TEST(CollectiveErrors, ACallRefusedUnplacedInAGroupKeepsItsPlaceInCallOrder) {
   ExpectRanksSucceeded(RunRanks({.world_size = 3}, [&](const RankContext& context) -> absl::Status {
     transport::TransportOptions options = ShortTimeoutOptions();
-    options.tree_broadcast_bytes = 0;
+    options.tree_broadcast_bytes = 4096;
     auto comm = CreateCommunicator(context, options);
     if (!comm.ok()) return comm.status();
     Communicator& c = **comm;
     const CollectiveCase reduce{.kind = Collective::kAllReduce, .count = 3000};
     std::vector<uint8_t> input = CaseInput(reduce, c.size(), c.rank(), 6), output(input.size());
-    std::vector<float> data(1000, c.rank() == 0 ? 1.0f : -1.0f);
+    std::vector<float> chained(2000, c.rank() == 0 ? 1.0f : -1.0f), treed(500, c.rank() == 0 ? 3.0f : -1.0f);
     const absl::Time start = absl::Now();
     c.GroupStart();
     const Operation allreduce = c.AllReduce(input.data(), output.data(), reduce.count, reduce.dtype, reduce.op, nullptr);
     const Operation broadcast =
-        c.Broadcast(data.data(), data.data(), data.size(), DataType::kFloat32, c.rank() == 1 ? -1 : 0, nullptr);
+        c.Broadcast(chained.data(), chained.data(), chained.size(), DataType::kFloat32, c.rank() == 1 ? -1 : 0, nullptr);
+    const Operation last = c.Broadcast(treed.data(), treed.data(), treed.size(), DataType::kFloat32, 0, nullptr);
     const absl::Status group = c.GroupEnd().Wait(absl::Seconds(30));
     if (absl::Status s = WaitOk(allreduce, absl::StrCat("rank ", c.rank(), "'s allreduce in the group")); !s.ok()) return s;
     const std::vector<uint8_t> want = ReferenceOutput(reduce, c, 6);
     if (absl::Status s = ExpectSameBytes(output.data(), want.data(), want.size(), "the group's allreduce"); !s.ok()) {
       return s;
+    }
+    // Rank 1's links are out of step after its refusal (its count of unplaced calls): the last
+    // broadcast may fail, but not by the refused one's notice, nor return wrong data.
+    if (const absl::Status s = last.Wait(absl::Seconds(30)); !s.ok() && absl::StrContains(s.message(), "root -1")) {
+      return absl::InternalError(absl::StrCat("rank ", c.rank(), "'s last broadcast took the notice of the refused one: ",
+                                              s.ToString()));
+    } else if (s.ok() && std::any_of(treed.begin(), treed.end(), [](float v) { return v != 3.0f; })) {
+      return absl::InternalError(absl::StrCat("rank ", c.rank(), "'s last broadcast succeeded with wrong data"));
     }
     const absl::Status broadcasted = broadcast.Wait(absl::Seconds(30));
     if (!broadcasted.ok() && absl::Now() - start > options.op_timeout / 2) {
@@ -469,7 +482,7 @@ TEST(CollectiveErrors, ACallRefusedUnplacedInAGroupKeepsItsPlaceInCallOrder) {
                                               absl::FormatDuration(absl::Now() - start), ": ", broadcasted.ToString()));
     }
     switch (c.rank()) {
-      case 0:  // its 4 KB go out at once, whether or not rank 1 takes them
+      case 0:  // its 8 KB go out at once, whether or not rank 1 takes them
         return absl::OkStatus();
       case 1:
         if (absl::Status s = ExpectError(broadcasted, absl::StatusCode::kInvalidArgument, {"rank 1", "root -1"},
@@ -480,9 +493,46 @@ TEST(CollectiveErrors, ACallRefusedUnplacedInAGroupKeepsItsPlaceInCallOrder) {
         return ExpectError(group, absl::StatusCode::kInvalidArgument, {"rank 1", "root -1"}, "rank 1's group");
       default:
         return ExpectError(broadcasted, absl::StatusCode::kInvalidArgument,
-                           {"peer 1 called broadcast of 1000 elements of fp32 (root -1) where rank 2 called broadcast"},
+                           {"peer 1 called broadcast of 2000 elements of fp32 (root -1) where rank 2 called broadcast"},
                            "rank 2's broadcast, told by rank 1's notice");
     }
+  }));
+}
+
+// Both ranks refuse a broadcast in a group alike (root -1), while another thread posts an
+// allreduce during the group: on rank 0 after the refused call was made, on rank 1 before.
+// Posted, the allreduce comes before the group on both, so it pairs, and so does the next call:
+// the links count the refusal where the group's calls take their places, at GroupEnd. Until a
+// review of session 43 they counted it when it was made, and the allreduce failed on both ranks
+// as out of step ("peer 1 counts 0 and rank 0 1 calls between them refused..."), and every
+// later call with it.
+TEST(CollectiveErrors, ARefusalInAGroupCountsWhereTheGroupIsPostedNotWhereItWasCalled) {
+  ExpectRanksSucceeded(RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
+    auto comm = CreateCommunicator(context, ShortTimeoutOptions());
+    if (!comm.ok()) return comm.status();
+    Communicator& c = **comm;
+    const CollectiveCase reduce{.kind = Collective::kAllReduce, .count = 1000};
+    std::vector<uint8_t> input = CaseInput(reduce, c.size(), c.rank(), 7), output(input.size());
+    std::vector<float> data(1000, 2.0f);
+    absl::Notification refused, posted;
+    Operation allreduce;
+    std::thread other([&] {
+      if (c.rank() == 0) refused.WaitForNotification();
+      allreduce = c.AllReduce(input.data(), output.data(), reduce.count, reduce.dtype, reduce.op, nullptr);
+      posted.Notify();
+    });
+    c.GroupStart();
+    if (c.rank() == 1) posted.WaitForNotification();
+    const Operation broadcast = c.Broadcast(data.data(), data.data(), data.size(), DataType::kFloat32, -1, nullptr);
+    refused.Notify();
+    posted.WaitForNotification();
+    const absl::Status group = c.GroupEnd().Wait(absl::Seconds(30));
+    other.join();
+    if (absl::Status s = ExpectError(group, absl::StatusCode::kInvalidArgument, {"root -1"}, "the group"); !s.ok()) return s;
+    if (absl::Status s = WaitOk(allreduce, "the allreduce posted during the group"); !s.ok()) return s;
+    std::vector<uint8_t> want = ReferenceOutput(reduce, c, 7);
+    if (absl::Status s = ExpectSameBytes(output.data(), want.data(), want.size(), "that allreduce"); !s.ok()) return s;
+    return RunAndCheck(c, reduce, 8);
   }));
 }
 

@@ -101,6 +101,7 @@ TEST(NcclMisuse, ConfigsThatNcclRefusesAreRefused) {
       {[](ncclConfig_t& c) { c.minCTAs = 0; }, "config.minCTAs is 0; NCCL takes 1 or more"},
       {[](ncclConfig_t& c) { c.maxCTAs = -3; }, "config.maxCTAs is -3"},
       {[](ncclConfig_t& c) { c.minCTAs = 8, c.maxCTAs = 4; }, "config.minCTAs is 8; NCCL takes at most maxCTAs, 4"},
+      {[](ncclConfig_t& c) { c.minCTAs = 8; }, "config.minCTAs is 8; NCCL takes it only with a maxCTAs"},
       {[](ncclConfig_t& c) { c.splitShare = 2; }, "config.splitShare is 2"},
       {[](ncclConfig_t& c) { c.collnetEnable = -1; }, "config.collnetEnable is -1"},
       {[](ncclConfig_t& c) { c.CTAPolicy = 4; }, "config.CTAPolicy is 4; NCCL takes NCCL_CTA_POLICY_* flags"},
@@ -125,16 +126,23 @@ TEST(NcclMisuse, ConfigsThatNcclRefusesAreRefused) {
   ExpectFails(ncclCommInitRankConfig(&comm, 1, id, 0, &blocking_two), ncclInvalidArgument, {"config.blocking is 2"},
               "in a group");
   ExpectFails(ncclGroupEnd(), ncclInvalidArgument, {"config.blocking is 2"}, "the group's end");
-  // A 2.16 program's config: its struct ends before the fields of 2.17 on, which hold anything
-  // here (0 in minCTAs, which 2.28 would refuse), and its version says so too.
+  // Fields a config's version or size does not reach hold anything (here 0 in minCTAs and
+  // nvlsCTAs, which 2.28 refuses): a 2.16 program's config, and a config whose struct ends
+  // before them, are each taken.
   ncclConfig_t older = NCCL_CONFIG_INITIALIZER;
-  older.size = offsetof(ncclConfig_t, cgaClusterSize);
   older.version = NCCL_VERSION(2, 16, 0);
-  older.blocking = 1;
   older.minCTAs = 0;
   older.nvlsCTAs = 0;
-  ASSERT_EQ(ncclCommInitRankConfig(&comm, 1, id, 0, &older), ncclSuccess) << LastError();
-  EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess) << LastError();
+  ncclConfig_t shorter = NCCL_CONFIG_INITIALIZER;
+  shorter.size = offsetof(ncclConfig_t, cgaClusterSize);
+  shorter.minCTAs = 0;
+  shorter.nvlsCTAs = 0;
+  for (ncclConfig_t* config : {&older, &shorter}) {
+    ncclUniqueId fresh;
+    ASSERT_EQ(ncclGetUniqueId(&fresh), ncclSuccess) << LastError();
+    ASSERT_EQ(ncclCommInitRankConfig(&comm, 1, fresh, 0, config), ncclSuccess) << LastError();
+    EXPECT_EQ(ncclCommDestroy(comm), ncclSuccess) << LastError();
+  }
 }
 
 class NcclMisuseOneRank : public NcclOneRank {};
