@@ -46,6 +46,7 @@ namespace ucclzip {
 
 namespace internal {
 struct CommunicatorAccess;
+struct OpenGroupMark;
 }
 namespace transport {
 class Request;
@@ -244,13 +245,19 @@ class Operation {
   // True once every operation it covers has completed, successfully or not.
   bool Test() const;
   // The first error among them, or OK; DeadlineExceeded if one is still pending after
-  // `timeout` (the operations go on).
+  // `timeout` (the operations go on). With a timeout above zero, FailedPrecondition at once
+  // where the call is still queued in a group that this thread has opened and not ended: it
+  // starts only at that GroupEnd, which this thread cannot reach while it waits (another
+  // thread may wait for it).
   absl::Status Wait(absl::Duration timeout = absl::InfiniteDuration()) const;
 
  private:
   friend class Communicator;
-  explicit Operation(std::vector<std::shared_ptr<transport::Request>> parts) : parts_(std::move(parts)) {}
+  explicit Operation(std::vector<std::shared_ptr<transport::Request>> parts,
+                     std::shared_ptr<const internal::OpenGroupMark> group = nullptr)
+      : parts_(std::move(parts)), group_(std::move(group)) {}
   std::vector<std::shared_ptr<transport::Request>> parts_;
+  std::shared_ptr<const internal::OpenGroupMark> group_;  // the open group it is queued in, if any
 };
 
 struct CommunicatorConfig {

@@ -74,10 +74,14 @@ absl::Status CheckArgs(const CollectiveArgs& args) {
   const auto send = reinterpret_cast<uintptr_t>(args.sendbuff), recv = reinterpret_cast<uintptr_t>(args.recvbuff);
   const uint64_t send_bytes = args.send_elements * width, recv_bytes = args.recv_elements * width;
   if (send < recv + recv_bytes && recv < send + send_bytes) {
+    // Offsets from recvbuff, signed: "recvbuff - 32 B".
+    auto at = [](int64_t offset) {
+      return absl::StrCat("recvbuff ", offset < 0 ? "- " : "+ ", offset < 0 ? 0 - static_cast<uint64_t>(offset) : offset, " B");
+    };
     return invalid("sendbuff [0x", Address(args.sendbuff), ", +", send_bytes, " B) overlaps recvbuff [0x",
-                   Address(args.recvbuff), ", +",
-                   recv_bytes, " B) without being in place (sendbuff = recvbuff + ",
-                   static_cast<int64_t>(OffsetBytes(args)), " B)");
+                   Address(args.recvbuff), ", +", recv_bytes, " B) without being in place: sendbuff is ",
+                   at(static_cast<int64_t>(send - recv)), ", where in place it would be ",
+                   at(static_cast<int64_t>(OffsetBytes(args))));
   }
   return absl::OkStatus();
 }

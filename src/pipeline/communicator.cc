@@ -91,6 +91,15 @@ uint64_t ThreadToken() {
 
 }  // namespace
 
+namespace internal {
+// An open group, as the Operations of its queued calls see it: which thread opened it, and
+// whether it is still open (Operation::Wait).
+struct OpenGroupMark {
+  uint64_t thread = 0;
+  std::atomic<bool> open{true};
+};
+}  // namespace internal
+
 struct Communicator::Impl {
   std::unique_ptr<transport::Bootstrap> bootstrap;
   std::unique_ptr<pipeline::TransportLanes> lanes;
@@ -99,6 +108,7 @@ struct Communicator::Impl {
   // outermost one.
   struct OpenGroup {
     int depth = 0;
+    std::shared_ptr<internal::OpenGroupMark> mark = std::make_shared<internal::OpenGroupMark>();
     std::vector<pipeline::OperationSpec> calls;
     // Calls refused at once, whose schedule could not be told (Communicator::Refused): they
     // take no places, but GroupEnd's Operation covers them too.
@@ -258,7 +268,7 @@ Operation Communicator::Submit(pipeline::Call call) {
       const absl::Status refused = spec->refused;
       group->second.calls.push_back(std::move(*spec));
       if (!refused.ok()) return Failed(refused);
-      return Operation({request});
+      return Operation({request}, group->second.mark);
     }
   }
   std::vector<pipeline::OperationSpec> one;
@@ -276,7 +286,9 @@ Operation Communicator::Submit(pipeline::Call call) {
 
 void Communicator::GroupStart() {
   absl::MutexLock lock(&impl_->group_mutex);
-  ++impl_->groups[ThreadToken()].depth;
+  Impl::OpenGroup& group = impl_->groups[ThreadToken()];
+  group.mark->thread = ThreadToken();
+  ++group.depth;
 }
 
 Operation Communicator::GroupEnd() {
@@ -295,6 +307,7 @@ Operation Communicator::GroupEnd() {
     specs = std::move(group->second.calls);
     requests = std::move(group->second.refused);
     unplaced = std::move(group->second.unplaced);
+    group->second.mark->open.store(false, std::memory_order_release);
     impl_->groups.erase(group);
   }
   for (const pipeline::OperationSpec& spec : specs) requests.push_back(spec.request);
@@ -313,6 +326,13 @@ bool Operation::Test() const {
 }
 
 absl::Status Operation::Wait(absl::Duration timeout) const {
+  // A wait of no time is a poll, and says DeadlineExceeded as for any pending call.
+  if (timeout > absl::ZeroDuration() && group_ != nullptr && group_->open.load(std::memory_order_acquire) &&
+      group_->thread == ThreadToken() && !Test()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        parts_.front()->what(), ": queued in a group that this thread has opened (GroupStart) and not ended: it starts "
+        "only at that GroupEnd, so waiting for it first would wait for ever"));
+  }
   const absl::Time deadline = absl::Now() + timeout;
   absl::Status first;
   for (const auto& part : parts_) first.Update(part->Wait(deadline));

@@ -1,7 +1,12 @@
 // The 64-bit UCX tag of every message the transport sends. Fields, high to low:
 //   communicator id (8) | sender rank (12) | operation sequence (20) | stream (7) | last (1) | block (16)
-// A receive matches all fields but `last`, which tells the receiver whether the sender's message
-// ends with this block, so that a size mismatch is an error instead of a hang or a silent cut.
+// `last` tells whether the sender's message ends with this block. A receive matches every field,
+// `last` as it expects it: UCX then finds its receives in a hash table by tag, where receives
+// whose mask left `last` out sat in one list that every arriving message searched (docs/TRANSPORT.md,
+// "Tags": a group of thousands of small messages spent most of its time there). A sender whose message has
+// another number of blocks sends a block no receive takes; the transport finds it in UCX's
+// unexpected queue (Transport::FindSizeMismatches), so that a size mismatch is an error instead
+// of a hang or a silent cut.
 #pragma once
 
 #include <cstdint>
@@ -49,7 +54,9 @@ struct MessageTag {
   }
 };
 
-// Receives compare every bit except `last`.
+// Probes that take a block whichever way its sender's message ends compare every bit but `last`.
 inline constexpr uint64_t kMatchMask = ~(uint64_t{1} << 16);
+// Receives, and probes for one block as it is tagged, compare every bit.
+inline constexpr uint64_t kWholeTag = ~uint64_t{0};
 
 }  // namespace ucclzip::transport

@@ -33,6 +33,8 @@ class Request {
 
   // Called once, by the transport.
   void Complete(absl::Status status);
+  // The operation, as its timeout names it.
+  const std::string& what() const { return what_; }
 
  private:
   CompletionCallback on_complete_;

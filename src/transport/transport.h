@@ -216,6 +216,9 @@ class Transport {
   void SweepIfDue(absl::Time now);
   void CheckDeadlines(absl::Time now);
   void AbandonStuckOps(absl::Time now);
+  // Every kSizeMismatchSearch: fails each direct receive whose sender tagged one of its blocks as
+  // ending its message where the receive expects more, or the other way round (message_tag.h).
+  void FindSizeMismatches();
   void HandleEndpointErrors();
   // Fails peers whose bootstrap connection hung up: the way dead peers show over transports
   // without UCX peer error handling, and often sooner than UCX notices.
@@ -289,6 +292,7 @@ class Transport {
   std::vector<Op*> polled_;   // staged ops with copies in flight or blocks still to start, in posting order
   std::vector<Op*> changed_;  // ops that may have finished
   absl::Time last_sweep_;
+  absl::Time last_size_mismatch_search_;
   // Failed ops whose blocks UCX never gave back (a force-closed endpoint without peer error
   // handling keeps them): their requests are completed, their blocks kept for UCX until the
   // worker is destroyed.

@@ -43,6 +43,10 @@ constexpr absl::Duration kAbandonAfter = absl::Seconds(1);
 // operation timeout (seconds; 3 s in the shortest tests) and abandoning waits kAbandonAfter, so
 // being this late matters to neither, while a sweep over every op each pass did.
 constexpr absl::Duration kSweepInterval = absl::Milliseconds(5);
+// How often posted receives look for a sender's block tagged otherwise than they expect: a
+// probe per block in UCX's hash table of unexpected messages; a size mismatch is a
+// disagreement between the two sides' code, never timing, so finding it this late costs little.
+constexpr absl::Duration kSizeMismatchSearch = absl::Milliseconds(50);
 
 // A staged op waits for staging blocks (a receive also for its message to arrive) and for its
 // copies, which no callback reports: the progress thread polls it.
@@ -76,19 +80,26 @@ void OnSendDone(void* request, ucs_status_t status, void* user_data) {
   ucp_request_free(request);
 }
 
+absl::Status SizeMismatch(const Block& block, size_t sender_bytes, bool sender_last) {
+  return absl::InvalidArgumentError(absl::StrCat(
+      "size mismatch: the sender's block ", block.index, " holds ", sender_bytes, " bytes and ",
+      sender_last ? "ends" : "does not end", " its message, but ", block.op->bytes, " bytes were expected (",
+      block.op->blocks.size(), " blocks)"));
+}
+
+bool EndsMessage(const Block& block) { return block.index + 1 == block.op->blocks.size(); }
+
 void OnRecvDone(void* request, ucs_status_t status, const ucp_tag_recv_info_t* info, void* user_data) {
   auto& block = *static_cast<Block*>(user_data);
   const size_t count = block.op->blocks.size();
   block.network_status = UcxStatus(status, absl::StrCat("block ", block.index, " of ", count));
   if (status == UCS_OK) {
     bool sender_last = MessageTag::Unpack(info->sender_tag).last;
-    bool expected_last = block.index + 1 == count;
     block.sender_continues = !sender_last;
-    if (info->length != block.bytes || sender_last != expected_last) {
-      block.network_status = absl::InvalidArgumentError(absl::StrCat(
-          "size mismatch: the sender's block ", block.index, " holds ", info->length, " bytes and ",
-          sender_last ? "ends" : "does not end", " its message, but ", block.op->bytes, " bytes were expected (",
-          count, " blocks)"));
+    // A probed message (a staged receive's) may end otherwise than expected; a posted receive
+    // takes only the `last` it expects.
+    if (info->length != block.bytes || sender_last != EndsMessage(block)) {
+      block.network_status = SizeMismatch(block, info->length, sender_last);
     }
   } else if (status == UCS_ERR_MESSAGE_TRUNCATED) {
     block.sender_continues = !MessageTag::Unpack(info->sender_tag).last;
@@ -385,7 +396,8 @@ void Transport::PostNetwork(Block& block, uint8_t* buffer, size_t capacity, bool
     param.cb.recv = OnRecvDone;
     request = probed != nullptr
                   ? ucp_tag_msg_recv_nbx(context_->worker(), address, capacity, probed, &param)
-                  : ucp_tag_recv_nbx(context_->worker(), address, capacity, TagOf(op, block.index, false), kMatchMask, &param);
+                  : ucp_tag_recv_nbx(context_->worker(), address, capacity, TagOf(op, block.index, EndsMessage(block)),
+                                     kWholeTag, &param);
   }
   if (UCS_PTR_IS_ERR(request)) {
     block.stage = BlockStage::kWaiting;
@@ -588,6 +600,32 @@ void Transport::SweepIfDue(absl::Time now) {
   last_sweep_ = now;
   CheckDeadlines(now);
   AbandonStuckOps(now);
+  if (now - last_size_mismatch_search_ >= kSizeMismatchSearch) {
+    last_size_mismatch_search_ = now;
+    FindSizeMismatches();
+  }
+}
+
+void Transport::FindSizeMismatches() {
+  for (auto& op : active_) {
+    if (op->kind != OpKind::kRecv || op->staged || !op->error.ok()) continue;
+    for (Block& block : op->blocks) {
+      if (block.stage != BlockStage::kNetwork) continue;
+      ucp_tag_recv_info_t info{};
+      const bool sender_last = !EndsMessage(block);
+      if (ucp_tag_probe_nb(context_->worker(), TagOf(*op, block.index, sender_last), kWholeTag, /*remove=*/0, &info) ==
+          nullptr) {
+        continue;
+      }
+      // As a posted receive that took the block would fail (OnRecvDone, AdvanceChanged): the
+      // sender's blocks from this one on are dropped, so that it completes.
+      op->Fail(SizeMismatch(block, info.length, sender_last));
+      CancelReceives(*op);
+      StartDrain(op->peer, op->tag, block.index);
+      MarkChanged(*op);
+      break;
+    }
+  }
 }
 
 void Transport::CheckDeadlines(absl::Time now) {

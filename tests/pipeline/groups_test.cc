@@ -48,6 +48,42 @@ TEST(Groups, GroupEndWithoutGroupStartFails) {
   }));
 }
 
+// A call queued in a group starts only at the group's end: the thread that opened the group and
+// waits for the call before ending it fails at once, naming the call, where until session 43
+// its Wait (by default without a timeout) waited for ever. Another thread may wait for it, and
+// sees it complete once the group has ended.
+TEST(Groups, WaitingForACallOfTheGroupThisThreadHasNotEndedFailsAtOnce) {
+  ExpectRanksSucceeded(RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
+    auto comm = CreateCommunicator(context, ShortTimeoutOptions());
+    if (!comm.ok()) return comm.status();
+    Communicator& c = **comm;
+    const int peer = 1 - c.rank();
+    std::vector<float> out(100, 1.0f + c.rank()), in(100);
+    c.GroupStart();
+    c.GroupStart();
+    const Operation send = c.Send(out.data(), out.size(), DataType::kFloat32, peer, nullptr);
+    const Operation recv = c.Recv(in.data(), in.size(), DataType::kFloat32, peer, nullptr);
+    if (absl::Status s = c.GroupEnd().Wait(absl::Seconds(1)); !s.ok()) return s;  // the inner one
+    const absl::Time start = absl::Now();
+    if (absl::Status s = ExpectError(recv.Wait(), absl::StatusCode::kFailedPrecondition,
+                                     {absl::StrCat("rank ", c.rank(), ": recv from peer ", peer), "not ended"},
+                                     "a Wait inside the group");
+        !s.ok()) {
+      return s;
+    }
+    if (absl::Now() - start > absl::Seconds(1)) return absl::InternalError("the Wait inside the group did not fail at once");
+    absl::Status waited;
+    std::thread other([&] { waited = recv.Wait(absl::Seconds(30)); });
+    const absl::Status group = c.GroupEnd().Wait(absl::Seconds(30));
+    other.join();
+    if (!group.ok()) return group;
+    if (!waited.ok()) return absl::InternalError(absl::StrCat("another thread's Wait: ", waited.ToString()));
+    if (absl::Status s = send.Wait(); !s.ok()) return s;
+    if (in[0] != 1.0f + peer) return absl::InternalError(absl::StrCat("received ", in[0]));
+    return absl::OkStatus();
+  }));
+}
+
 // A thread that exits inside a group leaves only that group open: a later thread, which the
 // system may give the same thread id, starts with none of its own (its GroupEnd without a
 // GroupStart fails, as on any new thread), however many threads come and go.
