@@ -95,7 +95,8 @@ namespace internal {
 // An open group, as the Operations of its queued calls see it: which thread opened it, and
 // whether it is still open (Operation::Wait).
 struct OpenGroupMark {
-  uint64_t thread = 0;
+  explicit OpenGroupMark(uint64_t opened_by) : thread(opened_by) {}
+  const uint64_t thread;
   std::atomic<bool> open{true};
 };
 }  // namespace internal
@@ -108,7 +109,7 @@ struct Communicator::Impl {
   // outermost one.
   struct OpenGroup {
     int depth = 0;
-    std::shared_ptr<internal::OpenGroupMark> mark = std::make_shared<internal::OpenGroupMark>();
+    std::shared_ptr<internal::OpenGroupMark> mark;  // made by the outermost GroupStart
     std::vector<pipeline::OperationSpec> calls;
     // Calls refused at once, whose schedule could not be told (Communicator::Refused): they
     // take no places, but GroupEnd's Operation covers them too.
@@ -287,8 +288,7 @@ Operation Communicator::Submit(pipeline::Call call) {
 void Communicator::GroupStart() {
   absl::MutexLock lock(&impl_->group_mutex);
   Impl::OpenGroup& group = impl_->groups[ThreadToken()];
-  group.mark->thread = ThreadToken();
-  ++group.depth;
+  if (group.depth++ == 0) group.mark = std::make_shared<internal::OpenGroupMark>(ThreadToken());
 }
 
 Operation Communicator::GroupEnd() {
