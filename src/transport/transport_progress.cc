@@ -390,8 +390,7 @@ void Transport::PostNetwork(Block& block, uint8_t* buffer, size_t capacity, bool
       return;
     }
     param.cb.send = OnSendDone;
-    bool last = block.index + 1 == op.blocks.size();
-    request = ucp_tag_send_nbx(endpoint, address, block.bytes, TagOf(op, block.index, last), &param);
+    request = ucp_tag_send_nbx(endpoint, address, block.bytes, TagOf(op, block.index, EndsMessage(block)), &param);
   } else {
     param.cb.recv = OnRecvDone;
     request = probed != nullptr
