@@ -606,9 +606,19 @@ void Engine::Loop() {
       context.recvs_open = &recvs_open;
       for (auto it = active_.begin(); it != active_.end();) {
         OperationTask& task = **it;
+        const bool collective = task.spec().schedule.kind != OperationKind::kSendRecv;
+        // A parked task moves only for news of its own transfers, or when it is to fail; the
+        // collective that looks for strays looks on a clock. Passing it by leaves the links as
+        // they are: those it would close are closed already.
+        if (task.Parked(sends_open, recvs_open) && !task.TakeNews() && !stopping && aborted.ok() && task.status().ok() &&
+            now <= task.spec().deadline &&
+            (!collective || (peer_failure.ok() && task.spec().schedule.ordinal != context.looking_ordinal))) {
+          ++it;
+          continue;
+        }
         if (stopping) task.Fail(absl::CancelledError("the communicator is being destroyed"));
         task.Fail(aborted);  // OK unless aborted
-        if (!peer_failure.ok() && task.spec().schedule.kind != OperationKind::kSendRecv) task.Fail(peer_failure);
+        if (!peer_failure.ok() && collective) task.Fail(peer_failure);
         if (now > task.spec().deadline) {
           task.Fail(absl::DeadlineExceededError("the operation's timeout passed"));
         }

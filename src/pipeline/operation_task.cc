@@ -201,7 +201,88 @@ bool OperationTask::Advance(TaskContext& context) {
   moved |= AdvanceSends(context);
   moved |= AdvanceCopies(context);
   moved |= LookForStrays(context, moved);
+  parked_ = WaitsOnTransfersAndLinks();
   return moved;
+}
+
+bool OperationTask::Parked(const std::vector<bool>& sends_open, const std::vector<bool>& recvs_open) const {
+  if (!parked_) return false;
+  for (int peer : gated_sends_) {
+    if (sends_open[peer]) return false;
+  }
+  for (int peer : gated_recvs_) {
+    if (recvs_open[peer]) return false;
+  }
+  return true;
+}
+
+bool OperationTask::WaitsOnTransfersAndLinks() {
+  if (!status_.ok() || copies_ != CopyStage::kDone) return false;
+  if (!recv_blocks_.empty() && !envelopes_posted_) return false;
+  // A link still to start sends on (post parts on) moves only while it is open: the room,
+  // slots and places its blocks wait for are taken only then (AdvanceSends, PostParts), and so
+  // is the caller's input polled, which no block of a link goes before.
+  gated_sends_.clear();
+  gated_recvs_.clear();
+  for (size_t peer = 0; peer < send_order_.size(); ++peer) {
+    if (next_window_[peer] != send_order_[peer].size()) gated_sends_.push_back(static_cast<int>(peer));
+    if (next_parts_[peer] != recv_order_[peer].size()) gated_recvs_.push_back(static_cast<int>(peer));
+  }
+  auto pending = [](const std::shared_ptr<transport::Request>& request) { return request != nullptr && !request->Test(); };
+  auto any_pending = [&](const std::vector<std::shared_ptr<transport::Request>>& requests) {
+    return std::any_of(requests.begin(), requests.end(), pending);
+  };
+  // A stage whose requests have all completed would have moved on in this Advance unless it
+  // waits for something else (a slot, a place, another block): that task is not parked.
+  for (const SendBlock& block : send_blocks_) {
+    // A block waiting to start starts only when its link is open (or its task fails).
+    if (block.stage == SendStage::kDone || block.stage == SendStage::kWaiting) continue;
+    if (block.stage != SendStage::kSending) return false;
+    // A carried block completes with its run's first (this task's own request).
+    if (block.run_first == block.index && !any_pending(block.requests)) return false;
+  }
+  bool envelope_pending = false;
+  for (const RecvBlock& block : recv_blocks_) {
+    if (block.retired) continue;
+    switch (block.stage) {
+      case RecvStage::kEnvelope:
+        // Not yet posted: one by one, an earlier block's envelope (still pending) posts it.
+        if (block.envelope_request == nullptr ? !envelope_pending : block.envelope_request->Test()) return false;
+        envelope_pending = true;
+        break;
+      case RecvStage::kHead:
+        if (!pending(block.head_request)) return false;
+        break;
+      case RecvStage::kReceiving:
+        if (!any_pending(block.requests)) return false;
+        break;
+      case RecvStage::kDone:
+        // Retires once its requests are done and this task's sends of it (whose requests are
+        // pending, above) have completed; one whose last send completed in this Advance retires
+        // in the next.
+        if (block.consumers == 0 && !any_pending(block.requests)) return false;
+        break;
+      case RecvStage::kParts:
+        // Posts its parts only when its link is open (PostParts).
+        break;
+      case RecvStage::kProcessing:
+        return false;
+    }
+  }
+  return true;
+}
+
+const transport::CompletionCallback& OperationTask::WakeOnNews(const TaskContext& context) {
+  if (!wake_on_news_) {
+    news_->wake = context.wake;
+    // Only the shared pointer is captured, which std::function holds without an allocation:
+    // the callback is copied into every request the task posts.
+    wake_on_news_ = [news = news_](const absl::Status& status) {
+      news->raised.store(true, std::memory_order_release);
+      news->wake(status);
+    };
+  }
+  return wake_on_news_;
 }
 
 bool OperationTask::finished() const {

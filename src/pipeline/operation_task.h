@@ -14,9 +14,10 @@
 #include <cuda_runtime_api.h>
 
 #include <array>
-#include <map>
+#include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -156,6 +157,19 @@ class OperationTask {
 
   // Moves the task on; true if anything changed.
   bool Advance(TaskContext& context);
+  // Whether Advance would not move the task now, going by its last Advance: it waits on nothing
+  // but transport requests of its own (nothing on the GPU or a codec thread) and on links whose
+  // earlier tasks have not yet started every send or posted every receive (closed in
+  // `sends_open` and `recvs_open`, as the engine's pass has them). Until one of those requests
+  // completes (TakeNews) or one of those links opens, the engine passes it by (Engine::Loop),
+  // so that a group of thousands of calls does not walk every block of every call each time
+  // one transfer completes.
+  bool Parked(const std::vector<bool>& sends_open, const std::vector<bool>& recvs_open) const;
+  // True if one of the task's transport requests completed since the last call (the flag is
+  // set after the request's own, so a visit that clears it first sees the request done).
+  bool TakeNews() {
+    return news_->raised.load(std::memory_order_relaxed) && news_->raised.exchange(false, std::memory_order_acq_rel);
+  }
   // A stray envelope of this task's call that another task's look took from `peer`
   // (operation_task_strays.cc): fails the task.
   void FailForStray(TaskContext& context, int peer, transport::OpTag tag, const Envelope& envelope);
@@ -292,6 +306,12 @@ class OperationTask {
     return transport::OpTag{(first + position) & transport::kMaxSequence, stream};
   }
   static std::optional<absl::Status> Completed(const std::vector<std::shared_ptr<transport::Request>>& requests);
+  // Whether the task waits on nothing but its own transport requests and the links in
+  // gated_sends_ and gated_recvs_, which it sets: worked out at the end of an Advance.
+  bool WaitsOnTransfersAndLinks();
+  // The completion callback of the task's transport requests: raises its news, then wakes the
+  // pipeline thread.
+  const transport::CompletionCallback& WakeOnNews(const TaskContext& context);
 
   // --- sending (operation_task_send.cc)
   bool AdvanceSends(TaskContext& context);
@@ -456,6 +476,19 @@ class OperationTask {
   absl::Time next_stray_look_ = started_ + kStrayLookAfter;
   bool notices_sent_ = false;
   bool told_by_notice_ = false;  // failed for a peer's notice: that peer told every rank
+
+  // Parked(): what the last Advance found, and the links it waits to open.
+  bool parked_ = false;
+  std::vector<int> gated_sends_;
+  std::vector<int> gated_recvs_;
+  // Shared with the requests' callbacks, which may run after the task is gone (a given-up
+  // receive is cancelled at op_timeout).
+  struct News {
+    std::atomic<bool> raised{false};
+    transport::CompletionCallback wake;  // the pipeline thread's (TaskContext::wake)
+  };
+  std::shared_ptr<News> news_ = std::make_shared<News>();
+  transport::CompletionCallback wake_on_news_;
 };
 
 // CUDA's answer for an event: true when done, false when pending; errors become a status.

@@ -61,7 +61,7 @@ void OperationTask::PostRecv(TaskContext& context, RecvBlock& block, void* data,
                              PartStream stream, std::shared_ptr<transport::Request>* keep) {
   const int peer = spec_.schedule.recvs[block.step].peer;
   block.requests.push_back(context.lanes->ForRecv(peer).Recv(
-      peer, data, bytes, memory, Tag(first_recv_sequence_[peer], block.link_position, stream), context.wake));
+      peer, data, bytes, memory, Tag(first_recv_sequence_[peer], block.link_position, stream), WakeOnNews(context)));
   context.stats->wire_bytes_received += bytes;
   ++context.stats->transport_messages_received;
   if (keep != nullptr) *keep = block.requests.back();

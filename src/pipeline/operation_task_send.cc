@@ -153,7 +153,7 @@ void OperationTask::PostSend(TaskContext& context, SendBlock& block, const void*
   const int peer = spec_.schedule.sends[block.step].peer;
   if (stream == kEnvelopeStream) block.envelope_sent = true;
   block.requests.push_back(context.lanes->ForSend().Send(
-      peer, data, bytes, memory, Tag(first_send_sequence_[peer], block.link_position, stream), context.wake));
+      peer, data, bytes, memory, Tag(first_send_sequence_[peer], block.link_position, stream), WakeOnNews(context)));
   context.stats->wire_bytes_sent += bytes;
   ++context.stats->transport_messages_sent;
 }

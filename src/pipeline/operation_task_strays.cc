@@ -191,7 +191,7 @@ void OperationTask::SendNotices(TaskContext& context) {
   notices_sent_ = true;
   pipeline::SendNotices(*context.lanes,
                         CallNotice(spec_.schedule, spec_.dtype, status_.code(), context.lanes->FirstFailedPeer()),
-                        notices_, context.wake);
+                        notices_, WakeOnNews(context));
   UCCLZIP_LOG(kDebug) << "rank " << rank_ << ": operation " << number_ << " (" << spec_.schedule.name
                       << ") failed and told every peer: " << status_;
 }

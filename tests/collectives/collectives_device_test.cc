@@ -367,7 +367,11 @@ TEST(CollectivesDeviceLifetime, AHeldStreamIsLetGoOfBeforeTheTransportsAreDestro
 // hangs or faults.
 TEST(CollectivesDeviceLifetime, AStreamReachesItsHoldAfterTheCommunicatorIsGone) {
   UCCLZIP_SKIP_WITHOUT_GPU();
-  transport::TransportOptions options = DeviceOptions("tcp");  // staged: the stream is held
+  transport::TransportOptions options = DeviceOptions("tcp");
+  // Staged device memory, also where the tests run with a CUDA-enabled UCX: the stream is held.
+  // On the direct path the send returns only once done, and with its input behind the test's
+  // gate it never would (s44-1, on the CUDA-enabled UCX of the libucx-cu13 wheel).
+  options.ucx_transports = "tcp";
   options.op_timeout = absl::Seconds(3);
   options.shutdown_timeout = absl::Seconds(1);
   ExpectRanksSucceeded(RunRanks({.world_size = 2, .kill_after = absl::Seconds(60)}, [&](const RankContext& context) -> absl::Status {

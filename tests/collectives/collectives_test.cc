@@ -327,6 +327,91 @@ TEST(Collectives, GroupsMixCollectivesAndPointToPoint) {
   }));
 }
 
+// A group of hundreds of calls of every kind, most of a block but some of several, through a
+// send window of two small blocks: most calls wait on links that earlier calls still hold,
+// which the engine passes by until they open (OperationTask::Parked), and every call must
+// still finish with its bytes. Each rank also sends to both its neighbours in the group.
+TEST(Collectives, GroupsOfManyCallsOfEveryKindFinishWithTheRightBytes) {
+  transport::TransportOptions options = PipelineOptions();
+  options.pipeline_block_bytes = 16 << 10;
+  options.device_slots = 2;
+  ExpectRanksSucceeded(RunRanks({.world_size = 3}, [&](const RankContext& context) -> absl::Status {
+    auto comm = CreateCommunicator(context, options);
+    if (!comm.ok()) return comm.status();
+    Communicator& c = **comm;
+    const int world = c.size(), rank = c.rank();
+    const Collective kinds[] = {Collective::kAllReduce, Collective::kAllGather, Collective::kReduceScatter,
+                                Collective::kBroadcast, Collective::kReduce};
+    const CompressionMode modes[] = {CompressionMode::kOn, CompressionMode::kOff, CompressionMode::kAuto};
+    const DataType types[] = {DataType::kBFloat16, DataType::kFloat32, DataType::kInt32};
+    struct Posted {
+      int seed = 0;  // its call's place in the group
+      CollectiveCase shape;
+      std::vector<uint8_t> input, output, want;
+    };
+    std::vector<Posted> collectives;
+    struct PointToPoint {
+      int call = 0;
+      std::vector<uint8_t> sent, from_previous, from_next;
+    };
+    std::vector<PointToPoint> point_to_point;
+    constexpr int kCalls = 400;
+    collectives.reserve(kCalls);
+    point_to_point.reserve(kCalls);
+    c.GroupStart();
+    for (int i = 0; i < kCalls; ++i) {
+      // Mostly under a block (16 KB), every seventh call several.
+      const uint64_t count = i % 7 == 6 ? 20'000 + 37 * i : 1 + (i * 7919) % 3000;
+      if (i % 4 == 3) {
+        PointToPoint& p = point_to_point.emplace_back();
+        p.call = i;
+        const auto seeded = [&](int from) {
+          return GenerateTensor(DataType::kBFloat16, count, {DistKind::kGaussian, 0.02}, 1000 * i + from);
+        };
+        p.sent = seeded(rank);
+        p.from_previous.resize(p.sent.size());
+        p.from_next.resize(p.sent.size());
+        const SendOptions send{.compression = modes[i % 3]};
+        c.Send(p.sent.data(), count, DataType::kBFloat16, (rank + 1) % world, nullptr, send);
+        c.Recv(p.from_previous.data(), count, DataType::kBFloat16, (rank + world - 1) % world, nullptr);
+        c.Send(p.sent.data(), count, DataType::kBFloat16, (rank + world - 1) % world, nullptr, send);
+        c.Recv(p.from_next.data(), count, DataType::kBFloat16, (rank + 1) % world, nullptr);
+        continue;
+      }
+      Posted& posted = collectives.emplace_back();
+      posted.seed = i;
+      const DataType dtype = types[(i / 5) % 3];
+      posted.shape = {.kind = kinds[i % 5], .dtype = dtype, .op = i % 2 ? ReduceOp::kMax : ReduceOp::kSum,
+                      .count = count, .root = i % world, .mode = modes[(i / 3) % 3]};
+      posted.input = CaseInput(posted.shape, world, rank, i);
+      posted.want = ReferenceOutput(posted.shape, c, i);
+      posted.output.resize(posted.want.size());
+      Post(c, posted.shape, posted.input.data(), posted.output.data(), nullptr);
+    }
+    if (absl::Status s = WaitOk(c.GroupEnd(), "a group of 400 calls"); !s.ok()) return s;
+    for (const PointToPoint& p : point_to_point) {
+      for (const auto& [got, from] : {std::pair{&p.from_previous, (rank + world - 1) % world},
+                                      std::pair{&p.from_next, (rank + 1) % world}}) {
+        const std::vector<uint8_t> want = GenerateTensor(DataType::kBFloat16, got->size() / 2,
+                                                         {DistKind::kGaussian, 0.02}, 1000 * p.call + from);
+        if (absl::Status s = ExpectSameBytes(got->data(), want.data(), want.size(),
+                                             absl::StrCat("call ", p.call, " from peer ", from));
+            !s.ok()) {
+          return s;
+        }
+      }
+    }
+    for (const Posted& posted : collectives) {
+      if (absl::Status s = ExpectSameBytes(posted.output.data(), posted.want.data(), posted.want.size(),
+                                           absl::StrCat("call ", posted.seed, ": ", posted.shape.Name()));
+          !s.ok()) {
+        return s;
+      }
+    }
+    return absl::OkStatus();
+  }));
+}
+
 // Rings and chains in one group share every link and, on the GPU, each peer's slots: their
 // blocks start in call order link by link (docs/COLLECTIVES.md, "Link order"). Many blocks a
 // chunk, compressed and not.
