@@ -212,8 +212,9 @@ class Transport {
   absl::StatusOr<StagingPath*> StagingFor(const Op& op);
   // The staging path for host or device buffers, created on first use (any thread).
   absl::StatusOr<StagingPath*> StagingPathFor(MemoryType type, int device);
-  // Every kSweepInterval: what no event reports, deadlines and failed ops to give up on.
+  // Every SweepInterval(): what no event reports, deadlines and failed ops to give up on.
   void SweepIfDue(absl::Time now);
+  absl::Duration SweepInterval() const;
   void CheckDeadlines(absl::Time now);
   void AbandonStuckOps(absl::Time now);
   // Every kSizeMismatchSearch: fails each direct receive whose sender tagged one of its blocks as

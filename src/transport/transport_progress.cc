@@ -15,7 +15,7 @@
 // - An op that was started, advanced or failed is listed in changed_, and RetireFinished
 //   completes those that finished.
 // - Deadlines and giving up on failed ops depend on time alone: a sweep over every op each
-//   kSweepInterval does them.
+//   sweep interval (SweepInterval) does them.
 #include <poll.h>
 #include <unistd.h>
 
@@ -39,10 +39,13 @@ constexpr absl::Duration kWatchInterval = absl::Milliseconds(10);
 // How long a failed op may wait for UCX to give its blocks back before it is abandoned (where
 // that is safe: AbandonStuckOps).
 constexpr absl::Duration kAbandonAfter = absl::Seconds(1);
-// How often deadlines are checked and failed ops considered for abandoning. Deadlines are the
-// operation timeout (seconds; 3 s in the shortest tests) and abandoning waits kAbandonAfter, so
-// being this late matters to neither, while a sweep over every op each pass did.
-constexpr absl::Duration kSweepInterval = absl::Milliseconds(5);
+// How often deadlines are checked and failed ops considered for abandoning: a two-hundredth of
+// the operation timeout, within these bounds (50 ms under the default 60 s). Abandoning waits
+// kAbandonAfter, and a deadline found that much late matters to no one, while the sweep walks
+// every op: every 5 ms it took 15 % of the CPU of a group of 10 000 Sends to each of 2 peers
+// (benchmarks/RESULTS.md, forty-fourth session), and every pass, until 2026-12-02, more.
+constexpr absl::Duration kMinSweepInterval = absl::Milliseconds(5);
+constexpr absl::Duration kMaxSweepInterval = absl::Milliseconds(50);
 // How often posted receives look for a sender's block tagged otherwise than they expect: a
 // probe per block in UCX's hash table of unexpected messages; a size mismatch is a
 // disagreement between the two sides' code, never timing, so finding it this late costs little.
@@ -594,8 +597,12 @@ bool Transport::AdvanceStagedRecv(Op& op, StagingPath& path) {
   return progressed;
 }
 
+absl::Duration Transport::SweepInterval() const {
+  return std::clamp(options_.op_timeout / 200, kMinSweepInterval, kMaxSweepInterval);
+}
+
 void Transport::SweepIfDue(absl::Time now) {
-  if (now - last_sweep_ < kSweepInterval) return;
+  if (now - last_sweep_ < SweepInterval()) return;
   last_sweep_ = now;
   CheckDeadlines(now);
   AbandonStuckOps(now);
@@ -820,7 +827,7 @@ void Transport::WaitForEvents() {
     if (armed == UCS_OK) count = 2;
   }
   // While operations are pending the thread wakes at least every millisecond, for the sweep
-  // (every kSweepInterval) and to poll the copies, should a wake-up ever go missing.
+  // (every SweepInterval) and to poll the copies, should a wake-up ever go missing.
   // A drain waits for its next block by probing (a block in UCX wakes the worker's fd itself).
   const bool pending = !active_.empty() || !closing_.empty() ||
                        std::any_of(drains_.begin(), drains_.end(), [](const auto& drain) { return !drain->receiving; });
