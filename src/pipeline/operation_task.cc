@@ -275,8 +275,7 @@ bool OperationTask::WaitsOnTransfersAndLinks() {
 const transport::CompletionCallback& OperationTask::WakeOnNews(const TaskContext& context) {
   if (!wake_on_news_) {
     news_->wake = context.wake;
-    // Only the shared pointer is captured, which std::function holds without an allocation:
-    // the callback is copied into every request the task posts.
+    // The shared pointer keeps the flag for as long as any request may call back.
     wake_on_news_ = [news = news_](const absl::Status& status) {
       news->raised.store(true, std::memory_order_release);
       news->wake(status);

@@ -217,8 +217,9 @@ class Transport {
   absl::Duration SweepInterval() const;
   void CheckDeadlines(absl::Time now);
   void AbandonStuckOps(absl::Time now);
-  // Every kSizeMismatchSearch: fails each direct receive whose sender tagged one of its blocks as
-  // ending its message where the receive expects more, or the other way round (message_tag.h).
+  // At the first sweep after each kSizeMismatchSearch: fails each direct receive whose sender
+  // tagged one of its blocks as ending its message where the receive expects more, or the other
+  // way round (message_tag.h).
   void FindSizeMismatches();
   void HandleEndpointErrors();
   // Fails peers whose bootstrap connection hung up: the way dead peers show over transports

@@ -667,21 +667,20 @@ absl::Status ExpectUnchanged(TestBuffer& buffer, const std::vector<uint8_t>& con
 
 // A root's frame whose envelope has gone is sent whole though the root's call fails while it is
 // encoded: rank 1, in rank 0's place a leaf that agreed, has the envelope and waits for the rest.
-// Rank 1 plays that leaf through the transport, and has answered the root, for a broadcast from
-// root 1, before the root calls: the root posts its receives and starts its send (the envelope,
-// then the encode) in its call's first pass, and reads the answer, which fails its call, in a
-// later one, while the 8 MB block (one) is still being encoded. Until session 39 the root
-// dropped the frame after its envelope, rank 1 waited for the head until the operation timeout,
-// and the link was failed for the calls after (CI, CollectiveDisagreement/tree_root). Where the
-// leaf takes nothing more (a rank that disagreed), the root's call still fails well before the
+// Rank 1 plays that leaf through the transport: once the root's envelope has come it answers
+// the root, for a broadcast from root 1, which fails the root's call. The root sends the
+// envelope as it starts the encode, and reads the answer in a later pass, while the 8 MB block
+// (one) is still being encoded on one codec thread (host memory), or, on device memory, while
+// the GPU encodes it or after (an 8 MB encode takes tens of microseconds, about an answer's
+// round trip): either way the frame must arrive whole. Until session 39 the root dropped the
+// frame after its envelope, rank 1 waited for the head until the operation timeout, and the
+// link was failed for the calls after (CI, CollectiveDisagreement/tree_root). Where the leaf
+// takes nothing more (a rank that disagreed), the root's call still fails well before the
 // operation timeout: the frame leaves from the root's own buffers, not the caller's.
-// The root reads the answer in the pass after the one that started the encode, and reads its
-// receives before its sends, so it fails before it can have seen the encode end, however fast:
-// the frame is finished after the call failed, from a host frame on one codec thread or from the
-// pipeline's device slot (a path only device memory takes). Until session 44 the device case
-// held the root's stream at a gate of the test's until the call failed; but a block starts only
-// once the pipeline has seen its input ready, so the root sent an abandoned envelope instead of
-// the frame (H100 run s44-1, its first run past the kernels' load).
+// Until session 44 the leaf answered before the root called, and the device case held the
+// root's stream at a gate of the test's until the call failed; but a block starts only once the
+// pipeline has seen its input ready, so the root failed first and sent an abandoned envelope
+// instead of the frame (H100 run s44-1, its first run past the kernels' load).
 struct RootFailingCase {
   bool leaf_takes_the_frame;
   bool device;
@@ -711,17 +710,6 @@ TEST_P(CollectiveRootFailingWhileItEncodes, StillSendsTheFrameItsEnvelopeAnnounc
     transport::Bootstrap& bootstrap = internal::CommunicatorAccess::BootstrapOf(**comm);
     transport::Transport& transport = TransportOf(**comm);
     const absl::Time deadline = absl::Now() + absl::Seconds(10);
-    if (context.rank == 1) {
-      pipeline::Envelope answer{.kind = pipeline::BlockKind::kPlain, .dtype = DataType::kBFloat16, .block_count = 1,
-                                .operation = pipeline::OperationKind::kBroadcast, .operation_count = kCount, .root = 1};
-      const auto answer_bytes = pipeline::EncodeEnvelope(answer);
-      if (absl::Status s = WaitAll({transport.Send(0, answer_bytes.data(), answer_bytes.size(), transport::MemoryType::kHost,
-                                                   transport::OpTag{0, pipeline::kEnvelopeStream})},
-                                   deadline);
-          !s.ok()) {
-        return s;
-      }
-    }
     if (absl::Status s = bootstrap.Barrier(deadline); !s.ok()) return s;
     if (context.rank == 0) {
       TestBuffer buffer(data, device);
@@ -766,6 +754,15 @@ TEST_P(CollectiveRootFailingWhileItEncodes, StillSendsTheFrameItsEnvelopeAnnounc
     if (envelope->kind != pipeline::BlockKind::kFrame || envelope->block_count != 1) {
       return absl::InternalError(absl::StrCat("the root did not send its broadcast as one frame: its envelope is of kind ",
                                               static_cast<int>(envelope->kind), " with ", envelope->block_count, " blocks"));
+    }
+    const pipeline::Envelope answer{.kind = pipeline::BlockKind::kPlain, .dtype = DataType::kBFloat16, .block_count = 1,
+                                    .operation = pipeline::OperationKind::kBroadcast, .operation_count = kCount, .root = 1};
+    const auto answer_bytes = pipeline::EncodeEnvelope(answer);
+    if (absl::Status s = WaitAll({transport.Send(0, answer_bytes.data(), answer_bytes.size(), transport::MemoryType::kHost,
+                                                 transport::OpTag{0, pipeline::kEnvelopeStream})},
+                                 deadline);
+        !s.ok()) {
+      return s;
     }
     if (!leaf_takes_the_frame) return bootstrap.Barrier(absl::Now() + absl::Seconds(30));
     // As a pipeline receiver does (OperationTask::OnHead): the raw plane and the head at once,
