@@ -11,25 +11,37 @@
 set -euo pipefail
 bench="${BUILD:-build}/benchmarks/ucclzip-bench"
 out=${OUT:-/tmp}
+# PROFILE_VARIANTS: "|"-separated sets of more benchmark flags, each profiled in turn, e.g.
+# "|--lane_symbols 64" (the default lanes, then 64-symbol lanes).
+IFS='|' read -r -a variants <<<"${PROFILE_VARIANTS:-}"
+[[ ${#variants[@]} -gt 0 ]] || variants=("")
+for variant in "${variants[@]}"; do
 for bytes in ${PROFILE_SIZES:-1M 256M}; do
  for kernel in ${PROFILE_KERNELS:-SplitKernel TileModelKernel EncodeKernel DecodeKernel}; do
-  echo "-- bf16 gaussian:1 $bytes $kernel"
-  run=("$bench" codec --device gpu --dtype bf16 --dist gaussian:1 --bytes "$bytes" --iters 2 --warmup 40)
+  echo "-- bf16 gaussian:1 $bytes $kernel $variant"
+  read -r -a extra <<<"$variant"
+  run=("$bench" codec --device gpu --dtype bf16 --dist gaussian:1 --bytes "$bytes" --iters 2 --warmup 40 "${extra[@]}")
   ncu --clock-control none --launch-skip 10 --launch-count 1 -k "regex:$kernel" \
     --metrics gpu__time_duration.sum,sm__warps_active.avg.pct_of_peak_sustained_active,smsp__issue_active.avg.pct_of_peak_sustained_active,dram__throughput.avg.pct_of_peak_sustained_elapsed,launch__registers_per_thread,smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio,smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio,smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio,smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio,smsp__average_warps_issue_stalled_wait_per_issue_active.ratio,smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio,smsp__average_warps_issue_stalled_no_instruction_per_issue_active.ratio,smsp__average_warps_issue_stalled_branch_resolving_per_issue_active.ratio,smsp__average_warps_issue_stalled_dispatch_stall_per_issue_active.ratio,smsp__average_warps_issue_stalled_not_selected_per_issue_active.ratio,smsp__average_warps_issue_stalled_selected_per_issue_active.ratio,smsp__average_warps_issue_stalled_sleeping_per_issue_active.ratio,smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio,smsp__average_warps_issue_stalled_membar_per_issue_active.ratio,smsp__average_warps_issue_stalled_drain_per_issue_active.ratio,smsp__average_warps_issue_stalled_imc_miss_per_issue_active.ratio,smsp__average_warps_issue_stalled_tex_throttle_per_issue_active.ratio,smsp__average_warps_issue_stalled_misc_per_issue_active.ratio \
     "${run[@]}" 2>&1 |
     grep -E "Kernel<|gpu__|sm__|smsp__|dram__|launch__" | sed -E 's/ {2,}/ /g; s/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//' || true
   [[ ${PROFILE_SOURCE:-0} == 1 ]] || continue
-  report="$out/codec-profile-$bytes-$kernel"
+  report="$out/codec-profile-$bytes-$kernel${variant:+-$(tr -dc 'a-z0-9' <<<"$variant")}"
   ncu --clock-control none --launch-skip 10 --launch-count 1 -k "regex:$kernel" --section SourceCounters \
     --section WarpStateStats -f -o "$report" "${run[@]}" >"$report.log" 2>&1 || { tail -3 "$report.log"; continue; }
   ncu -i "$report.ncu-rep" --page source --csv --print-source sass >"$report.sass.csv" 2>"$report.log" ||
     { tail -3 "$report.log"; continue; }
-  python3 - "$report.sass.csv" <<'PY'
+  python3 - "$report.sass.csv" <<'PY' || echo "   (its listing could not be read: see $report.sass.csv)"
 # The instructions with the most warp stall samples, with each one's largest stall reasons
-# (the columns whose name holds "stall" or "Stall", beside "Warp Stall Sampling (All Samples)").
+# (ncu's stall_* columns), and the kernel's samples by reason. Offsets count bytes from the
+# kernel's first instruction, as the report's listing in the Nsight Compute GUI does.
 import csv, sys
-rows = list(csv.DictReader(open(sys.argv[1])))
+# ncu prints a "Kernel Name" line before the table's header, which starts with "Address".
+lines = open(sys.argv[1]).read().splitlines()
+header = next((i for i, line in enumerate(lines) if line.startswith('"Address"')), None)
+if header is None:
+    sys.exit("no table header in " + sys.argv[1])
+rows = list(csv.DictReader(lines[header:]))
 if not rows:
     sys.exit("no rows in " + sys.argv[1])
 total_column = next((c for c in rows[0] if "Sampling (All" in c), None)
@@ -40,13 +52,20 @@ def number(text):
         return float(str(text).replace(",", ""))
     except ValueError:
         return 0.0
-reasons = [c for c in rows[0] if "stall" in c.lower() and c != total_column and "Sampling" not in c]
+# Each reason has an "(Not Issued)" twin: the samples without it count each warp once.
+reasons = [c for c in rows[0] if c.startswith("stall_") and "Not Issued" not in c]
 total = sum(number(r[total_column]) for r in rows) or 1.0
-print(f"   {total:.0f} samples; the instructions with the most:")
+by_reason = sorted(((sum(number(r[c]) for r in rows), c) for c in reasons), reverse=True)
+print(f"   {total:.0f} samples: " + ", ".join(f"{c} {v / total:.0%}" for v, c in by_reason[:6] if v > 0))
+first_address = int(rows[0]["Address"], 16)
+print("   the instructions with the most (offset, share, SASS, executions, main reasons):")
 for r in sorted(rows, key=lambda r: -number(r[total_column]))[:25]:
     top = sorted(((number(r[c]), c) for c in reasons), reverse=True)[:3]
     why = ", ".join(f"{c} {v:.0f}" for v, c in top if v > 0)
-    print(f"   {number(r[total_column]) / total:6.1%} {r.get('Address', ''):>6} {r.get('Source', '')[:60]:60} {why}")
+    offset = int(r["Address"], 16) - first_address
+    print(f"   {offset:#7x} {number(r[total_column]) / total:6.1%} {r['Source'].strip()[:52]:52} "
+          f"{r.get('Instructions Executed', ''):>7} {why}")
 PY
  done
+done
 done
