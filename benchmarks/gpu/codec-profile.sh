@@ -5,9 +5,10 @@
 # duration, throughput, occupancy and the warp stall breakdown.
 # PROFILE_SOURCE=1 also samples where each kernel's warps stall, per SASS instruction (ncu's
 # SourceCounters section), and prints the instructions that hold the most samples with each
-# one's main stall reasons; the reports go to $OUT as codec-profile-SIZE-KERNEL.ncu-rep, for the
-# Nsight Compute GUI. Session 40's codec patch guessed its stalls from the listing and gained
-# nothing: the per-instruction samples say which step of a chain the warps wait on.
+# one's main stall reasons; the reports go to $OUT as
+# codec-profile-SIZE-KERNEL[-VARIANT].ncu-rep, for the Nsight Compute GUI. Session 40's codec
+# patch guessed its stalls from the listing and gained nothing: the per-instruction samples say
+# which step of a chain the warps wait on.
 set -euo pipefail
 bench="${BUILD:-build}/benchmarks/ucclzip-bench"
 out=${OUT:-/tmp}
@@ -26,7 +27,7 @@ for bytes in ${PROFILE_SIZES:-1M 256M}; do
     "${run[@]}" 2>&1 |
     grep -E "Kernel<|gpu__|sm__|smsp__|dram__|launch__" | sed -E 's/ {2,}/ /g; s/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//' || true
   [[ ${PROFILE_SOURCE:-0} == 1 ]] || continue
-  report="$out/codec-profile-$bytes-$kernel${variant:+-$(tr -dc 'a-z0-9' <<<"$variant")}"
+  report="$out/codec-profile-$bytes-$kernel${variant:+-$(tr -c 'A-Za-z0-9_.\n' '-' <<<"${variant# }")}"
   ncu --clock-control none --launch-skip 10 --launch-count 1 -k "regex:$kernel" --section SourceCounters \
     --section WarpStateStats -f -o "$report" "${run[@]}" >"$report.log" 2>&1 || { tail -3 "$report.log"; continue; }
   ncu -i "$report.ncu-rep" --page source --csv --print-source sass >"$report.sass.csv" 2>"$report.log" ||
@@ -52,7 +53,8 @@ def number(text):
         return float(str(text).replace(",", ""))
     except ValueError:
         return 0.0
-# Each reason has an "(Not Issued)" twin: the samples without it count each warp once.
+# Each reason has an "(Not Issued)" twin, which counts only the samples of warps that did not
+# issue; the plain columns count every sample, as the total column does.
 reasons = [c for c in rows[0] if c.startswith("stall_") and "Not Issued" not in c]
 total = sum(number(r[total_column]) for r in rows) or 1.0
 by_reason = sorted(((sum(number(r[c]) for r in rows), c) for c in reasons), reverse=True)

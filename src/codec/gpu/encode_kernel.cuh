@@ -158,9 +158,10 @@ __global__ void __launch_bounds__(32) EncodeKernel(EncodeArgs args) {
   uint32_t x = LaneStartState(carried_raw, args.layout.carried_steps);
   uint32_t emitted = 0;
   // One step of the 32 lanes: renormalise (emitting 16 bits) where needed, then code. The word
-  // is stored from the state as it was, after the next state is made: a store reads its register
-  // late, and the state's register, shifted in place right after the store, waited on it (the
-  // largest stall of the step in Nsight Compute's samples at 16 MB).
+  // is stored from the state as it was, after the next state is made, not before the state's
+  // register is shifted in place: a store reads its register late, and that shift waited on it
+  // (the step's largest stall in Nsight Compute's samples at 16 MB; without it, compress ran
+  // 8-9 % faster at 1 and 16 MB, RESULTS.md, session 45).
   auto code_step = [&](bool active, Bits value) {
     const EncoderSymbol sym = symbols[Split::Symbol(value)];
     const uint32_t before = x;
