@@ -160,8 +160,8 @@ __global__ void __launch_bounds__(32) EncodeKernel(EncodeArgs args) {
   // One step of the 32 lanes: renormalise (emitting 16 bits) where needed, then code. The word
   // is stored from the state as it was, after the next state is made, not before the state's
   // register is shifted in place: a store reads its register late, and that shift waited on it
-  // (the step's largest stall in Nsight Compute's samples at 16 MB; without it, compress ran
-  // 8-9 % faster at 1 and 16 MB, RESULTS.md, session 45).
+  // (the step's largest stall in Nsight Compute's samples at 16 MB; without it, bf16 compress
+  // ran 8-9 % faster at 1 and 16 MB, RESULTS.md, session 45).
   auto code_step = [&](bool active, Bits value) {
     const EncoderSymbol sym = symbols[Split::Symbol(value)];
     const uint32_t before = x;
