@@ -17,22 +17,22 @@ out=${OUT:-/tmp}
 IFS='|' read -r -a variants <<<"${PROFILE_VARIANTS:-}"
 [[ ${#variants[@]} -gt 0 ]] || variants=("")
 for variant in "${variants[@]}"; do
-for bytes in ${PROFILE_SIZES:-1M 256M}; do
- for kernel in ${PROFILE_KERNELS:-SplitKernel TileModelKernel EncodeKernel DecodeKernel}; do
-  echo "-- bf16 gaussian:1 $bytes $kernel $variant"
-  read -r -a extra <<<"$variant"
-  run=("$bench" codec --device gpu --dtype bf16 --dist gaussian:1 --bytes "$bytes" --iters 2 --warmup 40 "${extra[@]}")
-  ncu --clock-control none --launch-skip 10 --launch-count 1 -k "regex:$kernel" \
-    --metrics gpu__time_duration.sum,sm__warps_active.avg.pct_of_peak_sustained_active,smsp__issue_active.avg.pct_of_peak_sustained_active,dram__throughput.avg.pct_of_peak_sustained_elapsed,launch__registers_per_thread,smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio,smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio,smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio,smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio,smsp__average_warps_issue_stalled_wait_per_issue_active.ratio,smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio,smsp__average_warps_issue_stalled_no_instruction_per_issue_active.ratio,smsp__average_warps_issue_stalled_branch_resolving_per_issue_active.ratio,smsp__average_warps_issue_stalled_dispatch_stall_per_issue_active.ratio,smsp__average_warps_issue_stalled_not_selected_per_issue_active.ratio,smsp__average_warps_issue_stalled_selected_per_issue_active.ratio,smsp__average_warps_issue_stalled_sleeping_per_issue_active.ratio,smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio,smsp__average_warps_issue_stalled_membar_per_issue_active.ratio,smsp__average_warps_issue_stalled_drain_per_issue_active.ratio,smsp__average_warps_issue_stalled_imc_miss_per_issue_active.ratio,smsp__average_warps_issue_stalled_tex_throttle_per_issue_active.ratio,smsp__average_warps_issue_stalled_misc_per_issue_active.ratio \
-    "${run[@]}" 2>&1 |
-    grep -E "Kernel<|gpu__|sm__|smsp__|dram__|launch__" | sed -E 's/ {2,}/ /g; s/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//' || true
-  [[ ${PROFILE_SOURCE:-0} == 1 ]] || continue
-  report="$out/codec-profile-$bytes-$kernel${variant:+-$(tr -c 'A-Za-z0-9_.\n' '-' <<<"${variant# }")}"
-  ncu --clock-control none --launch-skip 10 --launch-count 1 -k "regex:$kernel" --section SourceCounters \
-    --section WarpStateStats -f -o "$report" "${run[@]}" >"$report.log" 2>&1 || { tail -3 "$report.log"; continue; }
-  ncu -i "$report.ncu-rep" --page source --csv --print-source sass >"$report.sass.csv" 2>"$report.log" ||
-    { tail -3 "$report.log"; continue; }
-  python3 - "$report.sass.csv" <<'PY' || echo "   (its listing could not be read: see $report.sass.csv)"
+ for bytes in ${PROFILE_SIZES:-1M 256M}; do
+  for kernel in ${PROFILE_KERNELS:-SplitKernel TileModelKernel EncodeKernel DecodeKernel}; do
+   echo "-- bf16 gaussian:1 $bytes $kernel $variant"
+   read -r -a extra <<<"$variant"
+   run=("$bench" codec --device gpu --dtype bf16 --dist gaussian:1 --bytes "$bytes" --iters 2 --warmup 40 "${extra[@]}")
+   ncu --clock-control none --launch-skip 10 --launch-count 1 -k "regex:$kernel" \
+     --metrics gpu__time_duration.sum,sm__warps_active.avg.pct_of_peak_sustained_active,smsp__issue_active.avg.pct_of_peak_sustained_active,dram__throughput.avg.pct_of_peak_sustained_elapsed,launch__registers_per_thread,smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio,smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio,smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio,smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio,smsp__average_warps_issue_stalled_wait_per_issue_active.ratio,smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio,smsp__average_warps_issue_stalled_no_instruction_per_issue_active.ratio,smsp__average_warps_issue_stalled_branch_resolving_per_issue_active.ratio,smsp__average_warps_issue_stalled_dispatch_stall_per_issue_active.ratio,smsp__average_warps_issue_stalled_not_selected_per_issue_active.ratio,smsp__average_warps_issue_stalled_selected_per_issue_active.ratio,smsp__average_warps_issue_stalled_sleeping_per_issue_active.ratio,smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio,smsp__average_warps_issue_stalled_membar_per_issue_active.ratio,smsp__average_warps_issue_stalled_drain_per_issue_active.ratio,smsp__average_warps_issue_stalled_imc_miss_per_issue_active.ratio,smsp__average_warps_issue_stalled_tex_throttle_per_issue_active.ratio,smsp__average_warps_issue_stalled_misc_per_issue_active.ratio \
+     "${run[@]}" 2>&1 |
+     grep -E "Kernel<|gpu__|sm__|smsp__|dram__|launch__" | sed -E 's/ {2,}/ /g; s/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//' || true
+   [[ ${PROFILE_SOURCE:-0} == 1 ]] || continue
+   report="$out/codec-profile-$bytes-$kernel${variant:+-$(tr -c 'A-Za-z0-9_.\n' '-' <<<"${variant# }")}"
+   ncu --clock-control none --launch-skip 10 --launch-count 1 -k "regex:$kernel" --section SourceCounters \
+     --section WarpStateStats -f -o "$report" "${run[@]}" >"$report.log" 2>&1 || { tail -3 "$report.log"; continue; }
+   ncu -i "$report.ncu-rep" --page source --csv --print-source sass >"$report.sass.csv" 2>"$report.log" ||
+     { tail -3 "$report.log"; continue; }
+   python3 - "$report.sass.csv" <<'PY' || echo "   (its listing could not be read: see $report.sass.csv)"
 # The instructions with the most warp stall samples, with each one's largest stall reasons
 # (ncu's stall_* columns), and the kernel's samples by reason. Offsets count bytes from the
 # kernel's first instruction, as the report's listing in the Nsight Compute GUI does.
@@ -68,6 +68,6 @@ for r in sorted(rows, key=lambda r: -number(r[total_column]))[:25]:
     print(f"   {offset:#7x} {number(r[total_column]) / total:6.1%} {r['Source'].strip()[:52]:52} "
           f"{r.get('Instructions Executed', ''):>7} {why}")
 PY
+  done
  done
-done
 done
