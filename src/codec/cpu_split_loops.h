@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "codec/cpu_symbol_count.h"
 #include "codec/dtype_split.h"
 #include "codec/frame_format.h"
 
@@ -51,9 +52,11 @@ void JoinElements(const uint8_t* raw_plane, const uint8_t* symbols, uint64_t n, 
   }
 }
 
-// Counts symbols into a Histogram. Four interleaved tables of 32-bit counters keep consecutive
-// equal symbols (the common case: a few exponents dominate) from waiting on one another's
-// increment; they are added to the histogram before they could overflow, and at the end.
+// Counts symbols into a Histogram. Where a few symbols take nearly all (a tensor's exponents),
+// a window's hot symbols are counted by SIMD compares (cpu_symbol_count.h); otherwise, and on
+// CPUs without the instructions, by four interleaved tables of 32-bit counters, which keep
+// consecutive equal symbols from waiting on one another's increment. The counters are added to
+// the histogram before they could overflow, and at the end.
 class SymbolCounter {
  public:
   explicit SymbolCounter(Histogram& histogram) : histogram_(histogram) {}
@@ -63,10 +66,23 @@ class SymbolCounter {
 
   void Add(const uint8_t* symbols, uint64_t n) {
     while (n > 0) {
-      const uint64_t part = std::min<uint64_t>(n, kFlushEvery - pending_);
-      AddPart(symbols, part);
+      if (window_left_ == 0) {
+        const uint64_t sampled = StartWindow(symbols, n);
+        symbols += sampled;
+        n -= sampled;
+        continue;
+      }
+      const uint64_t part = std::min({n, kFlushEvery - pending_, window_left_, kHotPart});
+      if (hot_.count != 0) {
+        // A hot set gone stale (the data changed within the window) ends the window early: its
+        // symbols would be counted one at a time.
+        if (hot_counter_(symbols, part, hot_, counts_[0].data()) > part / 8) window_left_ = part;
+      } else {
+        AddToTables(symbols, part);
+      }
       symbols += part;
       n -= part;
+      window_left_ -= part;
       pending_ += part;
       if (pending_ == kFlushEvery) Flush();
     }
@@ -74,8 +90,44 @@ class SymbolCounter {
 
  private:
   static constexpr uint64_t kFlushEvery = uint64_t{1} << 31;
+  // Every window's first kSampleSymbols symbols choose its hot symbols; the hot counter takes at
+  // most kHotPart symbols a call, so that a stale hot set is seen soon.
+  static constexpr uint64_t kWindowSymbols = uint64_t{1} << 16;
+  static constexpr uint64_t kSampleSymbols = 1024;
+  static constexpr uint64_t kHotPart = 4096;
 
-  void AddPart(const uint8_t* symbols, uint64_t n) {
+  // Counts the window's sample (at most n symbols) and chooses the hot symbols from it: the
+  // fewest of its most frequent ones that leave at most 1/512 of it uncovered, if at most
+  // kMaxHotSymbols do, else the kMaxHotSymbols most frequent if they leave at most 1/128. A cold
+  // symbol costs about as much as a compare of every hot one with a whole vector (a mispredicted
+  // branch), so that more symbols alike (fp16's exponent and top mantissa bits, random bytes)
+  // are counted faster by the tables. Returns the symbols taken.
+  uint64_t StartWindow(const uint8_t* symbols, uint64_t n) {
+    const uint64_t sampled = std::min({n, kSampleSymbols, kFlushEvery - pending_});
+    std::array<uint32_t, kAlphabetSize> sample{};
+    for (uint64_t i = 0; i < sampled; ++i) ++sample[symbols[i]];
+    std::array<uint8_t, kAlphabetSize> order;
+    for (uint32_t s = 0; s < kAlphabetSize; ++s) {
+      order[s] = static_cast<uint8_t>(s);
+      counts_[0][s] += sample[s];
+    }
+    std::partial_sort(order.begin(), order.begin() + kMaxHotSymbols, order.end(),
+                      [&](uint8_t a, uint8_t b) { return sample[a] > sample[b]; });
+    hot_.count = 0;
+    uint64_t covered = 0;
+    for (uint32_t k = 0; k < kMaxHotSymbols && covered + sampled / 512 < sampled; ++k) {
+      hot_.symbols[k] = order[k];
+      covered += sample[order[k]];
+      hot_.count = k + 1;
+    }
+    if (hot_counter_ == nullptr || covered + sampled / 128 < sampled) hot_.count = 0;
+    window_left_ = kWindowSymbols;
+    pending_ += sampled;
+    if (pending_ == kFlushEvery) Flush();
+    return sampled;
+  }
+
+  void AddToTables(const uint8_t* symbols, uint64_t n) {
     uint64_t i = 0;
     for (; i + 8 <= n; i += 8) {
       uint64_t eight;
@@ -96,6 +148,9 @@ class SymbolCounter {
   Histogram& histogram_;
   std::array<std::array<uint32_t, kAlphabetSize>, 4> counts_{};
   uint64_t pending_ = 0;
+  const HotSymbolCounter hot_counter_ = ChosenHotSymbolCounter();
+  HotSymbols hot_;
+  uint64_t window_left_ = 0;
 };
 
 }  // namespace ucclzip::codec
