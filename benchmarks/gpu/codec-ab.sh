@@ -8,8 +8,11 @@
 #   CODEC_BASELINE  source tree of the baseline (unset: the script is skipped)
 #   BUILD  this tree's build (default: build)
 #   AB_ROUNDS  rounds (default 3)      AB_SIZES  sizes (default: 1M 16M 256M)
-# Writes $OUT/codec-ab.jsonl (the benchmark's rows with "build" and "round") and prints, per
-# case, the medians over the rounds and this tree's time as a share of the baseline's.
+#   AB_VARIANTS  "|"-separated sets of more benchmark flags, each a case of its own, e.g.
+#                "|--lane_symbols 128" (the default lanes, then 128-symbol lanes)
+# Writes $OUT/codec-ab.jsonl (the benchmark's rows with "build", "round" and "variant") and
+# prints, per case, the medians over the rounds and this tree's time as a share of the
+# baseline's.
 set -euo pipefail
 OUT=${OUT:?set OUT to the folder for the logs}
 if [[ -z ${CODEC_BASELINE:-} ]]; then
@@ -21,17 +24,22 @@ ours="${BUILD:-build}/benchmarks/ucclzip-bench"
 theirs=$(build_baseline "$CODEC_BASELINE" build-codec-baseline)
 jsonl="$OUT/codec-ab.jsonl"
 : >"$jsonl"
+IFS='|' read -r -a variants <<<"${AB_VARIANTS:-}"
+[[ ${#variants[@]} -gt 0 ]] || variants=("")
 for ((round = 1; round <= ${AB_ROUNDS:-3}; round++)); do
   builds=(ours baseline)
   ((round % 2 == 0)) && builds=(baseline ours)
-  for bytes in ${AB_SIZES:-1M 16M 256M}; do
-    for spec in bf16:gaussian:0.02 fp32:gaussian:1; do
-      dtype=${spec%%:*} dist=${spec#*:}
-      for which in "${builds[@]}"; do
-        bench=$ours
-        [[ $which == baseline ]] && bench=$theirs
-        "$bench" codec --device gpu --json --iters 30 --warmup 5 --dtype "$dtype" --dist "$dist" --bytes "$bytes" |
-          sed "s/}$/, \"build\": \"$which\", \"round\": $round}/" >>"$jsonl"
+  for variant in "${variants[@]}"; do
+    read -r -a extra <<<"$variant"
+    for bytes in ${AB_SIZES:-1M 16M 256M}; do
+      for spec in bf16:gaussian:0.02 fp32:gaussian:1; do
+        dtype=${spec%%:*} dist=${spec#*:}
+        for which in "${builds[@]}"; do
+          bench=$ours
+          [[ $which == baseline ]] && bench=$theirs
+          "$bench" codec --device gpu --json --iters 30 --warmup 5 --dtype "$dtype" --dist "$dist" --bytes "$bytes" \
+            "${extra[@]}" | sed "s/}$/, \"build\": \"$which\", \"round\": $round, \"variant\": \"$variant\"}/" >>"$jsonl"
+        done
       done
     done
   done
@@ -42,16 +50,16 @@ runs = collections.defaultdict(list)
 for line in open(sys.argv[1]):
     if line.startswith("{"):
         r = json.loads(line)
-        runs[(r["dtype"], r["bytes"], r["build"])].append(r)
-print(f"{'dtype':6} {'bytes':>10} {'build':9} {'ratio':>7} {'comp_us':>9} {'dec_us':>9} {'comp ours/base':>15} {'dec ours/base':>14} ok")
-for (dtype, size, build), rows in sorted(runs.items()):
+        runs[(r["variant"], r["dtype"], r["bytes"], r["build"])].append(r)
+print(f"{'variant':18} {'dtype':6} {'bytes':>10} {'build':9} {'ratio':>7} {'comp_us':>9} {'dec_us':>9} {'comp ours/base':>15} {'dec ours/base':>14} ok")
+for (variant, dtype, size, build), rows in sorted(runs.items()):
     comp = statistics.median(r["compress_us"] for r in rows)
     dec = statistics.median(r["decompress_us"] for r in rows)
     share = ""
-    if build == "ours" and (dtype, size, "baseline") in runs:
-        base = runs[(dtype, size, "baseline")]
+    if build == "ours" and (variant, dtype, size, "baseline") in runs:
+        base = runs[(variant, dtype, size, "baseline")]
         share = (f"{comp / statistics.median(r['compress_us'] for r in base):15.3f} "
                  f"{dec / statistics.median(r['decompress_us'] for r in base):14.3f}")
     ok = all(r["roundtrip_ok"] for r in rows)
-    print(f"{dtype:6} {size:>10} {build:9} {rows[0]['ratio']:7.4f} {comp:9.1f} {dec:9.1f} {share:>30} {ok}")
+    print(f"{variant or 'default':18} {dtype:6} {size:>10} {build:9} {rows[0]['ratio']:7.4f} {comp:9.1f} {dec:9.1f} {share:>30} {ok}")
 PY

@@ -36,7 +36,7 @@ for variant in "${variants[@]}"; do
 # The instructions with the most warp stall samples, with each one's largest stall reasons
 # (ncu's stall_* columns), and the kernel's samples by reason. Offsets count bytes from the
 # kernel's first instruction, as the report's listing in the Nsight Compute GUI does.
-import csv, sys
+import collections, csv, sys
 # ncu prints a "Kernel Name" line before the table's header, which starts with "Address".
 lines = open(sys.argv[1]).read().splitlines()
 header = next((i for i, line in enumerate(lines) if line.startswith('"Address"')), None)
@@ -59,6 +59,18 @@ reasons = [c for c in rows[0] if c.startswith("stall_") and "Not Issued" not in 
 total = sum(number(r[total_column]) for r in rows) or 1.0
 by_reason = sorted(((sum(number(r[c]) for r in rows), c) for c in reasons), reverse=True)
 print(f"   {total:.0f} samples: " + ", ".join(f"{c} {v / total:.0%}" for v, c in by_reason[:6] if v > 0))
+# An instruction's executions tell the phase it belongs to (once a warp, once a chunk, once a
+# step of an unrolled loop), so the samples summed by executions split the time between a
+# kernel's setup and its loops; the executions summed count its warp-level instructions.
+executed = collections.Counter()
+by_executions = collections.Counter()
+for r in rows:
+    runs = int(number(r.get("Instructions Executed", 0)))
+    executed[runs] += 1
+    by_executions[runs] += number(r[total_column])
+print(f"   {sum(runs * n for runs, n in executed.items()):.0f} warp-level instructions executed; samples by an "
+      "instruction's executions: " + ", ".join(f"{runs} ({executed[runs]} instructions) {v / total:.0%}"
+                                               for runs, v in by_executions.most_common(8) if v > 0))
 first_address = int(rows[0]["Address"], 16)
 print("   the instructions with the most (offset, share, SASS, executions, main reasons):")
 for r in sorted(rows, key=lambda r: -number(r[total_column]))[:25]:

@@ -15,8 +15,10 @@
 // A loop compiled twice, for the baseline (SSE2) and for AVX2, the CPU choosing at load time
 // (an ifunc): with AVX2, fp32 (3-byte raw parts) compressed about 1.4x and decompressed 1.7x
 // faster on one core (RESULTS.md, session 46). GCC only: clang (14, the fuzzer's) does not clone
-// templates.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// templates. Not under the sanitizers, which instrument the resolver that the loader runs before
+// they are set up (ThreadSanitizer then crashes with eager binding).
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && !defined(__SANITIZE_THREAD__) && \
+    !defined(__SANITIZE_ADDRESS__)
 #define UZ_ALSO_FOR_AVX2 __attribute__((target_clones("avx2", "default")))
 #else
 #define UZ_ALSO_FOR_AVX2
@@ -66,10 +68,15 @@ UZ_ALSO_FOR_AVX2 void JoinElements(const uint8_t* raw_plane, const uint8_t* symb
 // a window's hot symbols are counted by SIMD compares (cpu_symbol_count.h); otherwise, and on
 // CPUs without the instructions, by four interleaved tables of 32-bit counters, which keep
 // consecutive equal symbols from waiting on one another's increment. The counters are added to
-// the histogram before they could overflow, and at the end.
+// the histogram every `flush_every` symbols, before they could overflow, and at the end. A null
+// hot counter leaves every window to the tables (tests choose both, and the flush).
 class SymbolCounter {
  public:
-  explicit SymbolCounter(Histogram& histogram) : histogram_(histogram) {}
+  static constexpr uint64_t kFlushEvery = uint64_t{1} << 31;
+
+  explicit SymbolCounter(Histogram& histogram, HotSymbolCounter hot_counter = ChosenHotSymbolCounter(),
+                         uint64_t flush_every = kFlushEvery)
+      : histogram_(histogram), hot_counter_(hot_counter), flush_every_(std::clamp<uint64_t>(flush_every, 1, kFlushEvery)) {}
   ~SymbolCounter() { Flush(); }
   SymbolCounter(const SymbolCounter&) = delete;
   SymbolCounter& operator=(const SymbolCounter&) = delete;
@@ -82,7 +89,7 @@ class SymbolCounter {
         n -= sampled;
         continue;
       }
-      const uint64_t part = std::min({n, kFlushEvery - pending_, window_left_, kHotPart});
+      const uint64_t part = std::min({n, flush_every_ - pending_, window_left_, kHotPart});
       if (hot_.count != 0) {
         // A hot set gone stale (the data changed within the window) ends the window early: its
         // symbols would be counted one at a time.
@@ -94,12 +101,11 @@ class SymbolCounter {
       n -= part;
       window_left_ -= part;
       pending_ += part;
-      if (pending_ == kFlushEvery) Flush();
+      if (pending_ == flush_every_) Flush();
     }
   }
 
  private:
-  static constexpr uint64_t kFlushEvery = uint64_t{1} << 31;
   // Every window's first kSampleSymbols symbols choose its hot symbols; the hot counter takes at
   // most kHotPart symbols a call, so that a stale hot set is seen soon.
   static constexpr uint64_t kWindowSymbols = uint64_t{1} << 16;
@@ -113,7 +119,7 @@ class SymbolCounter {
   // branch), so that more symbols alike (fp16's exponent and top mantissa bits, random bytes)
   // are counted faster by the tables. Returns the symbols taken.
   uint64_t StartWindow(const uint8_t* symbols, uint64_t n) {
-    const uint64_t sampled = std::min({n, kSampleSymbols, kFlushEvery - pending_});
+    const uint64_t sampled = std::min({n, kSampleSymbols, flush_every_ - pending_});
     std::array<uint32_t, kAlphabetSize> sample{};
     for (uint64_t i = 0; i < sampled; ++i) ++sample[symbols[i]];
     std::array<uint8_t, kAlphabetSize> order;
@@ -133,7 +139,7 @@ class SymbolCounter {
     if (hot_counter_ == nullptr || covered + sampled / 128 < sampled) hot_.count = 0;
     window_left_ = kWindowSymbols;
     pending_ += sampled;
-    if (pending_ == kFlushEvery) Flush();
+    if (pending_ == flush_every_) Flush();
     return sampled;
   }
 
@@ -158,7 +164,8 @@ class SymbolCounter {
   Histogram& histogram_;
   std::array<std::array<uint32_t, kAlphabetSize>, 4> counts_{};
   uint64_t pending_ = 0;
-  const HotSymbolCounter hot_counter_ = ChosenHotSymbolCounter();
+  const HotSymbolCounter hot_counter_;
+  const uint64_t flush_every_;
   HotSymbols hot_;
   uint64_t window_left_ = 0;
 };

@@ -20,8 +20,7 @@ struct HotSymbols {
 // not hot.
 using HotSymbolCounter = uint64_t (*)(const uint8_t* symbols, uint64_t n, const HotSymbols& hot, uint32_t* counts);
 
-// The AVX-512 or the AVX2 counter, whichever is the faster that this CPU runs; null where it has
-// neither.
+// The AVX-512 counter where this CPU runs it, else the AVX2 one; null where it has neither.
 HotSymbolCounter ChosenHotSymbolCounter();
 // Each of them, or null where this CPU lacks its instructions.
 HotSymbolCounter Avx512HotSymbolCounter();

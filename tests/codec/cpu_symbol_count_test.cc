@@ -41,6 +41,15 @@ std::vector<uint8_t> RandomBytes(uint64_t n, uint32_t seed) {
   return symbols;
 }
 
+// Symbols drawn evenly from [64, 64 + count): count alike, as fp16's exponent and top mantissa
+// bits nearly are.
+std::vector<uint8_t> Alike(uint64_t n, uint32_t count, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::vector<uint8_t> symbols(n);
+  for (auto& s : symbols) s = static_cast<uint8_t>(64 + rng() % count);
+  return symbols;
+}
+
 struct NamedCounter {
   const char* name;
   HotSymbolCounter counter;
@@ -87,30 +96,42 @@ INSTANTIATE_TEST_SUITE_P(Isa, HotSymbolCounterTest,
                                            NamedCounter{"AVX2", Avx2HotSymbolCounter()}),
                          [](const auto& info) { return info.index == 0 ? "Avx512" : "Avx2"; });
 
-// Adds `symbols` to a SymbolCounter in calls of the sizes `parts` cycles through.
-Histogram CountInParts(const std::vector<uint8_t>& symbols, const std::vector<uint64_t>& parts) {
+// The hot counter SymbolCounter is given in the tests below: the one under test, recording how
+// many symbols it was handed, so that a test sees which path counted.
+HotSymbolCounter recorded_counter = nullptr;
+uint64_t recorded_symbols = 0;
+uint64_t RecordingCounter(const uint8_t* symbols, uint64_t n, const HotSymbols& hot, uint32_t* counts) {
+  recorded_symbols += n;
+  return recorded_counter(symbols, n, hot, counts);
+}
+
+// Adds `symbols` to a SymbolCounter in calls of the sizes `parts` cycles through, with `counter`
+// for the hot symbols (null: the tables alone) and a flush every `flush_every` symbols. Sets
+// `hot_symbols` to the symbols the hot counter took.
+Histogram CountInParts(const std::vector<uint8_t>& symbols, const std::vector<uint64_t>& parts,
+                       HotSymbolCounter counter, uint64_t flush_every, uint64_t& hot_symbols) {
+  recorded_counter = counter;
+  recorded_symbols = 0;
   Histogram histogram{};
   {
-    SymbolCounter counter(histogram);
+    SymbolCounter symbol_counter(histogram, counter == nullptr ? nullptr : RecordingCounter, flush_every);
     uint64_t at = 0;
     for (size_t i = 0; at < symbols.size(); ++i) {
       const uint64_t n = std::min<uint64_t>(parts[i % parts.size()], symbols.size() - at);
-      counter.Add(symbols.data() + at, n);
+      symbol_counter.Add(symbols.data() + at, n);
       at += n;
     }
   }
+  hot_symbols = recorded_symbols;
   return histogram;
 }
 
-TEST(SymbolCounter, CountsExactlyWhateverTheDataAndTheCalls) {
+TEST(SymbolCounter, CountsExactlyWhateverTheDataTheCallsTheCounterAndTheFlushes) {
   std::vector<std::pair<const char*, std::vector<uint8_t>>> inputs;
   inputs.emplace_back("Gaussian exponents", Exponents(300'000, 0.02f, 3));
   inputs.emplace_back("random bytes", RandomBytes(300'000, 4));
   inputs.emplace_back("one symbol", std::vector<uint8_t>(200'000, 77));
-  // fp16-like: 64 symbols nearly alike, more than the hot counter takes.
-  std::vector<uint8_t> spread = RandomBytes(200'000, 5);
-  for (auto& s : spread) s = static_cast<uint8_t>(64 + s % 64);
-  inputs.emplace_back("64 symbols alike", spread);
+  inputs.emplace_back("64 symbols alike", Alike(200'000, 64, 5));  // more than the hot counter takes
   // Tensors of other scales end to end, each shorter than a window: the sample's hot symbols go
   // stale within the window.
   std::vector<uint8_t> changing;
@@ -121,11 +142,34 @@ TEST(SymbolCounter, CountsExactlyWhateverTheDataAndTheCalls) {
   }
   inputs.emplace_back("tensors of changing scale", changing);
   const std::vector<std::vector<uint64_t>> call_sizes = {{4096}, {1}, {1000, 1, 63, 5000}, {1 << 20}, {1023, 1025}};
-  for (const auto& [name, symbols] : inputs) {
-    for (const auto& parts : call_sizes) {
-      SCOPED_TRACE(testing::Message() << name << ", calls of " << parts.front() << " symbols first");
-      EXPECT_EQ(CountInParts(symbols, parts), Naive(symbols));
+  const std::vector<NamedCounter> counters = {
+      {"AVX-512", Avx512HotSymbolCounter()}, {"AVX2", Avx2HotSymbolCounter()}, {"none: the tables", nullptr}};
+  for (const NamedCounter& counter : counters) {
+    if (counter.counter == nullptr && counter.name[0] == 'A') continue;  // this CPU lacks it
+    for (uint64_t flush_every : {SymbolCounter::kFlushEvery, uint64_t{5'000}, uint64_t{1}}) {
+      for (const auto& [name, symbols] : inputs) {
+        for (const auto& parts : call_sizes) {
+          SCOPED_TRACE(testing::Message() << name << ", calls of " << parts.front() << " symbols first, counter "
+                                          << counter.name << ", flushed every " << flush_every);
+          uint64_t hot = 0;
+          EXPECT_EQ(CountInParts(symbols, parts, counter.counter, flush_every, hot), Naive(symbols));
+        }
+      }
     }
+  }
+}
+
+// Which path counts: the hot counter nearly everything of a tensor's exponents, nothing of
+// random bytes or of more symbols alike than it takes.
+TEST(SymbolCounter, TakesTheHotCounterWhereAFewSymbolsTakeNearlyAll) {
+  if (ChosenHotSymbolCounter() == nullptr) GTEST_SKIP() << "this CPU has neither AVX-512 nor AVX2";
+  const std::vector<uint8_t> exponents = Exponents(1'000'000, 0.02f, 6);
+  uint64_t hot = 0;
+  CountInParts(exponents, {4096}, ChosenHotSymbolCounter(), SymbolCounter::kFlushEvery, hot);
+  EXPECT_GT(hot, exponents.size() * 9 / 10);
+  for (const auto& symbols : {RandomBytes(300'000, 7), Alike(300'000, 64, 8)}) {
+    CountInParts(symbols, {4096}, ChosenHotSymbolCounter(), SymbolCounter::kFlushEvery, hot);
+    EXPECT_EQ(hot, 0u);
   }
 }
 
