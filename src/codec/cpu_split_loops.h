@@ -76,7 +76,9 @@ class SymbolCounter {
 
   explicit SymbolCounter(Histogram& histogram, HotSymbolCounter hot_counter = ChosenHotSymbolCounter(),
                          uint64_t flush_every = kFlushEvery)
-      : histogram_(histogram), hot_counter_(hot_counter), flush_every_(std::clamp<uint64_t>(flush_every, 1, kFlushEvery)) {}
+      : histogram_(histogram),
+        hot_counter_(hot_counter),
+        flush_every_(std::clamp<uint64_t>(flush_every, 1, kFlushEvery)) {}
   ~SymbolCounter() { Flush(); }
   SymbolCounter(const SymbolCounter&) = delete;
   SymbolCounter& operator=(const SymbolCounter&) = delete;
