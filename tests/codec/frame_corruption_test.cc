@@ -6,6 +6,7 @@
 #include <cstring>
 #include <map>
 #include <random>
+#include <span>
 
 #include "codec/frame_checks.h"
 #include "codec/frame_format.h"
@@ -144,14 +145,19 @@ TEST(HostileCount, ASplitFrameOfMoreChunksThanTheIndexHoldsIsRejected) {
   ASSERT_EQ(layout.num_chunks, 4u) << "the chunk count is expected to wrap (2^32 + 4 as u32)";
   const codec::Header h = codec::MakeHeader(layout, static_cast<uint8_t>(DataType::kFloat8E4M3), count,
                                             codec::Mode::kSplitConstant, 0x38);
-  std::vector<uint8_t> frame(h.frame_bytes);
+  // The frame and, after it, the output in one allocation: the output the count claims (4 TiB)
+  // then never overlaps the frame, which the call would refuse before reading the frame, had the
+  // heap put the output below it (as it sometimes did with two vectors).
+  std::vector<uint8_t> memory(h.frame_bytes + 4 * 1024 + 64, 0xCD);
+  const std::span<uint8_t> frame(memory.data(), h.frame_bytes);
+  const std::span<uint8_t> out(memory.data() + h.frame_bytes, memory.size() - h.frame_bytes);
+  std::fill(frame.begin(), frame.end(), 0);
   std::memcpy(frame.data(), &h, sizeof(h));
   ASSERT_LT(frame.size(), 1024u);
 
   absl::StatusOr<FrameInfo> info = ReadFrameInfo(frame.data(), frame.size());
   EXPECT_EQ(info.status().code(), absl::StatusCode::kDataLoss) << "ReadFrameInfo accepted " << (info.ok() ? info->count : 0) << " elements";
   // Were it accepted, the decoder would write the 4 chunks it counts (4096 bytes) and stop.
-  std::vector<uint8_t> out(4 * 1024 + 64, 0xCD);
   const absl::Status status = DecompressHost(frame.data(), frame.size(), DataType::kFloat8E4M3, out.data(), count);
   EXPECT_EQ(status.code(), absl::StatusCode::kDataLoss) << status;
   EXPECT_NE(status.message().find("disagree with its count"), std::string::npos) << status;
