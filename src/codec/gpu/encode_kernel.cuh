@@ -1,9 +1,11 @@
 // Encode stage: one warp codes one chunk of 32 interleaved rANS lanes, running backwards over
-// its symbols, with its tile's table (the global one, or the tile's own). Renormalisation words
-// go to a per-chunk scratch area in emission order; the chunk's place in the frame comes from a
-// decoupled look-back over the chunks' sizes (CUB), and the words are then written reversed, in
-// the order the decoder reads them. The first chunk of a tile with its own table also places
-// the table, just before itself: its size in the look-back counts the table's bytes too.
+// its symbols, with its tile's table (the global one, or the tile's own); a block's warps code
+// consecutive chunks of one tile, and load its table once. Renormalisation words go to a
+// per-chunk scratch area in emission order; a block's place in the frame comes from a decoupled
+// look-back over the blocks' sizes (CUB), each chunk's from the chunks before it in the block,
+// and the words are then written reversed, in the order the decoder reads them. The first chunk
+// of a tile with its own table also places the table, just before itself: its size counts the
+// table's bytes too.
 #pragma once
 
 #include <cub/agent/single_pass_scan_operators.cuh>
@@ -32,6 +34,11 @@ struct EncodeArgs {
 
 using ChunkPrefixOp = cub::TilePrefixCallbackOp<uint32_t, cuda::std::plus<uint32_t>, ChunkScanState>;
 
+// Chunks per block, one warp each: consecutive chunks of one tile (a tile holds a multiple of
+// this many), which share one load of the tile's table and one look-back for their place.
+inline constexpr uint32_t kEncodeWarps = 4;
+static_assert((1u << kMinTileChunksLog2) % kEncodeWarps == 0, "a block's chunks lie in one tile");
+
 // Stores `value` at words[index] where `store` holds, as one predicated instruction: written as
 // a branch (which the compiler chose for the plain `if`), it closes the coder's step to the
 // scheduler, and the steps of a batch then run one instruction after another, each waiting for
@@ -54,7 +61,7 @@ __device__ __forceinline__ void StoreWordIf(bool store, uint16_t* words, uint32_
 template <typename Split, bool kAligned>
 __device__ void StoreSymbols(const EncodeArgs& args, uint64_t first, uint64_t chunk_count) {
   uint8_t* symbols = args.frame + args.layout.coded_offset;
-  for (uint64_t e = threadIdx.x; e < chunk_count; e += 32) {
+  for (uint64_t e = threadIdx.x % 32; e < chunk_count; e += 32) {
     symbols[first + e] = static_cast<uint8_t>(Split::Symbol(LoadElement<Split, kAligned>(args.input, first + e)));
   }
 }
@@ -79,7 +86,7 @@ template <typename Split, bool kAligned>
 __device__ void StoreCarriedRaw(const EncodeArgs& args, Mode mode, uint64_t first, uint64_t chunk_count) {
   uint8_t* out = args.frame + args.layout.coded_offset + (mode == Mode::kSplitStored ? args.count : 0);
   const uint64_t kept = chunk_count - ChunkCarried(chunk_count, args.layout.carried_steps);
-  for (uint64_t e = kept + threadIdx.x; e < chunk_count; e += 32) {
+  for (uint64_t e = kept + threadIdx.x % 32; e < chunk_count; e += 32) {
     const uint32_t raw = Split::Raw(LoadElement<Split, kAligned>(args.input, first + e));
     StoreRaw<Split>(out, CarriedIndex(args.layout, first + e, chunk_count), raw);
   }
@@ -89,7 +96,7 @@ __device__ void StoreCarriedRaw(const EncodeArgs& args, Mode mode, uint64_t firs
 // of `table_bytes` (none if 0) and the tile's index entry.
 __device__ inline void PlaceTileTable(const EncodeArgs& args, uint32_t tile, uint32_t table_bytes, uint64_t place,
                                       uint8_t* coded) {
-  const uint32_t lane = threadIdx.x;
+  const uint32_t lane = threadIdx.x % 32;
   const auto* staged = reinterpret_cast<const uint32_t*>(args.tiles.tables + uint64_t{tile} * kMaxTileTableBytes);
   auto* out = reinterpret_cast<uint32_t*>(coded + place);  // table sizes and places are multiples of 4
   for (uint32_t i = lane; i < table_bytes / 4; i += 32) out[i] = staged[i];
@@ -100,24 +107,30 @@ __device__ inline void PlaceTileTable(const EncodeArgs& args, uint32_t tile, uin
 }
 
 template <typename Split, bool kAligned>
-__global__ void __launch_bounds__(32) EncodeKernel(EncodeArgs args) {
+__global__ void __launch_bounds__(32 * kEncodeWarps) EncodeKernel(EncodeArgs args) {
   WaitForPriorKernel();  // the tile model's tables (and, before it, the split kernel's output)
   __shared__ EncoderSymbol symbols[kAlphabetSize];
   __shared__ typename ChunkPrefixOp::TempStorage prefix_storage;
-  __shared__ uint32_t chunk_smem;
+  __shared__ uint32_t group_smem;
+  __shared__ uint32_t chunk_units[kEncodeWarps];  // what each chunk adds to the coded area, in 4-byte units
+  __shared__ uint32_t group_place_units;
   DeviceWorkspace* ws = args.workspace;
-  const uint32_t lane = threadIdx.x;
+  const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const uint32_t num_chunks = args.layout.num_chunks;
-  // Chunks are taken in launch order, so every chunk's predecessors are running or done and the
-  // look-back always makes progress.
-  if (lane == 0) {
-    chunk_smem = atomicAdd(&ws->encode_ticket, 1u);
-    if (chunk_smem == num_chunks - 1) ws->encode_ticket = 0;  // every ticket is taken: reset for the next call
+  const uint32_t num_groups = static_cast<uint32_t>(DivCeil(num_chunks, kEncodeWarps));
+  // Groups of chunks are taken in launch order, so every group's predecessors are running or
+  // done and the look-back always makes progress.
+  if (threadIdx.x == 0) {
+    group_smem = atomicAdd(&ws->encode_ticket, 1u);
+    if (group_smem == num_groups - 1) ws->encode_ticket = 0;  // every ticket is taken: reset for the next call
   }
-  __syncwarp();
-  const uint32_t chunk = chunk_smem;
+  __syncthreads();
+  const uint32_t group = group_smem;
+  const uint32_t chunk = group * kEncodeWarps + warp;
+  // A warp past the last chunk codes an empty one, and takes part only in the block's barriers.
+  const bool has_chunk = chunk < num_chunks;
   const uint64_t chunk_elements = uint64_t{kLanes} * args.layout.lane_symbols;
-  const uint64_t first = chunk * chunk_elements;
+  const uint64_t first = has_chunk ? chunk * chunk_elements : args.count;
   const uint64_t chunk_count = min(chunk_elements, args.count - first);
   const Mode mode = static_cast<Mode>(ws->mode_word & 0xFF);
   if (mode == Mode::kSplitStored || mode == Mode::kSplitConstant) {
@@ -146,12 +159,12 @@ __global__ void __launch_bounds__(32) EncodeKernel(EncodeArgs args) {
   const uint32_t carried_raw =
       args.layout.carried_steps == 0 ? 0 : CarriedRaw<Split, kAligned>(args, first, chunk_count, lane);
 
-  const uint32_t tile = chunk >> args.layout.tile_chunks_log2;
+  const uint32_t tile = (group * kEncodeWarps) >> args.layout.tile_chunks_log2;
   const uint32_t tile_table_bytes = args.tiles.table_bytes[tile];  // 0: the tile codes with the global table
   const EncoderSymbol* table =
       tile_table_bytes != 0 ? args.tiles.symbols + uint64_t{tile} * kAlphabetSize : ws->symbols;
-  for (uint32_t s = lane; s < kAlphabetSize; s += 32) symbols[s] = table[s];
-  __syncwarp();
+  for (uint32_t s = threadIdx.x; s < kAlphabetSize; s += blockDim.x) symbols[s] = table[s];
+  __syncthreads();
 
   uint16_t* words = args.scratch + first;
   const uint32_t higher_lanes = ~0u << lane << 1;  // lanes above this one write first in a step
@@ -197,18 +210,29 @@ __global__ void __launch_bounds__(32) EncodeKernel(EncodeArgs args) {
   // The look-back sums 4-byte units, as the index counts them (both sizes are multiples of 4): in
   // bytes its u32 wrapped past 4 GiB of coded symbols, which frames of more than 2^32 elements
   // may hold (kMaxFrameCount), and placed chunks over earlier ones.
-  const uint32_t scanned_units = scanned_bytes / 4;
-
-  uint32_t place_units;  // of the table placed before the chunk, if any, else of the chunk
-  if (chunk == 0) {
-    if (lane == 0) args.chunk_scan.SetInclusive(0, scanned_units);
-    place_units = 0;
-  } else {
-    ChunkPrefixOp prefix(args.chunk_scan, prefix_storage, cuda::std::plus<uint32_t>(), chunk);
-    prefix(scanned_units);
-    __syncwarp();
-    place_units = prefix.GetExclusivePrefix();
+  if (lane == 0) chunk_units[warp] = has_chunk ? scanned_bytes / 4 : 0;
+  __syncthreads();
+  // The group's place comes from one look-back over the groups (CUB's scan tiles: one per
+  // group), run by the first warp; each chunk's from its predecessors in the group.
+  if (warp == 0) {
+    uint32_t group_units = 0;
+    for (uint32_t w = 0; w < kEncodeWarps; ++w) group_units += chunk_units[w];
+    if (group == 0) {
+      if (lane == 0) {
+        args.chunk_scan.SetInclusive(0, group_units);
+        group_place_units = 0;
+      }
+    } else {
+      ChunkPrefixOp prefix(args.chunk_scan, prefix_storage, cuda::std::plus<uint32_t>(), group);
+      prefix(group_units);
+      __syncwarp();
+      if (lane == 0) group_place_units = prefix.GetExclusivePrefix();
+    }
   }
+  __syncthreads();
+  if (!has_chunk) return;
+  uint32_t place_units = group_place_units;  // of the table placed before the chunk, if any, else of the chunk
+  for (uint32_t w = 0; w < warp; ++w) place_units += chunk_units[w];
   const uint64_t place = uint64_t{place_units} * 4;
   // The mode decision bounds the total below the capacity (and a tile's own table only lowers
   // the bound); a violation is recorded, not written.

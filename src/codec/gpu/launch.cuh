@@ -39,7 +39,8 @@ cudaError_t LaunchCompressAs(const CompressLaunch& launch) {
   if (cudaError_t err = LaunchTileModel(launch); err != cudaSuccess) return err;
   const EncodeArgs encode{launch.input,      launch.count,   launch.frame, launch.layout, launch.workspace,
                           launch.chunk_scan, launch.scratch, launch.tiles};
-  return LaunchAfterPriorKernel(launch.dependent_launch, EncodeKernel<Split, kAligned>, launch.layout.num_chunks, 32,
+  const auto groups = static_cast<uint32_t>(DivCeil(launch.layout.num_chunks, kEncodeWarps));
+  return LaunchAfterPriorKernel(launch.dependent_launch, EncodeKernel<Split, kAligned>, groups, 32 * kEncodeWarps,
                                 launch.stream, encode);
 }
 
