@@ -10,6 +10,8 @@
 #   AB_ROUNDS  rounds (default 3)      AB_SIZES  sizes (default: 1M 16M 256M)
 #   AB_VARIANTS  "|"-separated sets of more benchmark flags, each a case of its own, e.g.
 #                "|--lane_symbols 128" (the default lanes, then 128-symbol lanes)
+#   AB_CPU=1  also the CPU codec (the host path's), one thread, 64 MB, in every round: the cases
+#             of variant "cpu" (this host's cores, not the GPU, set their time)
 # Writes $OUT/codec-ab.jsonl (the benchmark's rows with "build", "round" and "variant") and
 # prints, per case, the medians over the rounds and this tree's time as a share of the
 # baseline's.
@@ -24,6 +26,14 @@ ours="${BUILD:-build}/benchmarks/ucclzip-bench"
 theirs=$(build_baseline "$CODEC_BASELINE" build-codec-baseline)
 jsonl="$OUT/codec-ab.jsonl"
 : >"$jsonl"
+# run_case BUILD VARIANT FLAGS...: one benchmark row of that build, tagged, into the JSON lines.
+run_case() {
+  local which=$1 variant=$2 bench=$ours
+  shift 2
+  [[ $which == baseline ]] && bench=$theirs
+  "$bench" codec --json "$@" |
+    sed "s/}$/, \"build\": \"$which\", \"round\": $round, \"variant\": \"$variant\"}/" >>"$jsonl"
+}
 IFS='|' read -r -a variants <<<"${AB_VARIANTS:-}"
 [[ ${#variants[@]} -gt 0 ]] || variants=("")
 for ((round = 1; round <= ${AB_ROUNDS:-3}; round++)); do
@@ -35,12 +45,17 @@ for ((round = 1; round <= ${AB_ROUNDS:-3}; round++)); do
       for spec in bf16:gaussian:0.02 fp32:gaussian:1; do
         dtype=${spec%%:*} dist=${spec#*:}
         for which in "${builds[@]}"; do
-          bench=$ours
-          [[ $which == baseline ]] && bench=$theirs
-          "$bench" codec --device gpu --json --iters 30 --warmup 5 --dtype "$dtype" --dist "$dist" --bytes "$bytes" \
-            "${extra[@]}" | sed "s/}$/, \"build\": \"$which\", \"round\": $round, \"variant\": \"$variant\"}/" >>"$jsonl"
+          run_case "$which" "$variant" --device gpu --iters 30 --warmup 5 --dtype "$dtype" --dist "$dist" \
+            --bytes "$bytes" "${extra[@]}"
         done
       done
+    done
+  done
+  [[ ${AB_CPU:-0} == 1 ]] || continue
+  for spec in bf16:gaussian:0.02 fp32:gaussian:1; do
+    for which in "${builds[@]}"; do
+      run_case "$which" cpu --device cpu --threads 1 --iters 5 --warmup 1 --dtype "${spec%%:*}" --dist "${spec#*:}" \
+        --bytes 64M
     done
   done
 done
