@@ -11,7 +11,8 @@
 
 namespace ucclzip::codec::gpu {
 
-// Decoupled look-back over the chunks' coded sizes in 4-byte units (CUB's single-pass scan machinery).
+// Decoupled look-back over the encode blocks' coded sizes (a group of chunks each) in 4-byte
+// units (CUB's single-pass scan machinery).
 using ChunkScanState = cub::ScanTileState<uint32_t>;
 
 struct DeviceWorkspace {

@@ -159,8 +159,8 @@ __global__ void __launch_bounds__(kSplitThreads) SplitKernel(SplitArgs args) {
     __syncthreads();  // the histograms are zero before the next part counts
     first = part_end;
   }
-  // The encoder's chunk scan needs fresh states (CUB's scan tiles: one per chunk); any block may
-  // set them.
+  // The encoder's chunk scan needs fresh states (CUB's scan tiles: one per encode block, a group
+  // of chunks; a slot per chunk covers them); any block may set them.
   const uint64_t thread = blockIdx.x * uint64_t{kSplitThreads} + threadIdx.x;
   const uint64_t threads = gridDim.x * uint64_t{kSplitThreads};
   for (uint64_t t = thread; t < args.layout.num_chunks + ChunkScanState::TILE_STATUS_PADDING; t += threads) {
