@@ -285,10 +285,13 @@ class Communicator {
   bool device_memory_direct() const;
 
   // Sends `count` elements of `dtype` at `buf` (host or device memory, any alignment) to
-  // `peer`. The buffer must stay valid until the operation completes. `peer` may be this rank
-  // itself inside a group, as in NCCL: the group's k-th Send to itself pairs with its k-th Recv
-  // from itself (same count, type, memory and stream) into a copy; outside a group, or left
-  // without a partner, such a call fails with InvalidArgument.
+  // `peer`. The buffer must stay valid until the operation completes, and, if it fails while
+  // `peer` is still alive, until this communicator has been destroyed: UCX without peer error
+  // handling (shared memory, TCP) cannot take back a send, and serves the peer's later read of
+  // it (docs/TRANSPORT.md, "Faults"); the same holds for a failed collective's buffers. `peer`
+  // may be this rank itself inside a group, as in NCCL: the group's k-th Send to itself pairs
+  // with its k-th Recv from itself (same count, type, memory and stream) into a copy; outside a
+  // group, or left without a partner, such a call fails with InvalidArgument.
   Operation Send(const void* buf, size_t count, DataType dtype, int peer, cudaStream_t stream,
                  const SendOptions& options = {});
   // Receives exactly `count` elements of `dtype` from `peer` into `buf`.
@@ -333,7 +336,8 @@ class Communicator {
   CommunicatorStats stats() const;
 
   // Fails every pending and future operation and drops the connections, so that the peers'
-  // operations fail too. For error paths; the communicator must still be destroyed.
+  // operations fail too. For error paths; the communicator must still be destroyed, and the
+  // buffers of failed sends kept until it has been (Send).
   void Abort();
 
  private:

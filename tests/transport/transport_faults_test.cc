@@ -122,11 +122,15 @@ TEST_P(TransportFaults, StalledPeerFailsTheOperationAfterTheTimeout) {
   const std::string tls = GetParam();
   auto outcomes = RunRanks({.world_size = 2}, [&](const RankContext& context) -> absl::Status {
     const TransportOptions options = ShortTimeouts(tls);
+    // Declared before the communicator, so that it outlives it: the failed send's peer is
+    // alive, and its transport takes the message at its end, which UCX then serves from this
+    // buffer while this rank shuts down (docs/TRANSPORT.md, "Faults"; freed first, it killed
+    // rank 0 in CI).
+    std::vector<uint8_t> buffer(size_t{8} << 20, 3);
     auto communicator = CreateCommunicator(context, options);
     if (!communicator.ok()) return communicator.status();
     transport::Transport& transport = TransportOf(**communicator);
     transport::Bootstrap& bootstrap = internal::CommunicatorAccess::BootstrapOf(**communicator);
-    std::vector<uint8_t> buffer(size_t{8} << 20, 3);
     if (context.rank == 0) {
       const absl::Time start = absl::Now();
       absl::Status status = transport.Send(1, buffer.data(), buffer.size(), MemoryType::kHost, OpTag{4, 2})
