@@ -654,8 +654,10 @@ void Transport::CheckDeadlines(absl::Time now) {
 
 void Transport::AbandonStuckOps(absl::Time now) {
   const absl::Time abandon_failed_before = now - kAbandonAfter;
-  // A failed op whose blocks UCX keeps is given up on after a while: a send (UCX transmits
-  // nothing more on a force-closed endpoint, but may never give the blocks back), or a receive
+  // A failed op whose blocks UCX keeps is given up on after a while: a send (UCX may never
+  // give the blocks back; it sends nothing on its own on a force-closed endpoint, but serves a
+  // live peer that takes the message later, reading the caller's buffer: so that buffer stays
+  // in use until the communicator is destroyed, docs/TRANSPORT.md "Faults"), or a receive
   // from a peer that is gone. A receive from a live peer is not: UCX's TCP writes rendezvous
   // data that arrives after a cancel or a forced close (openucx/ucx#11929), so its buffer stays
   // UCX's until the data has landed, the peer is gone, or the worker is destroyed.
