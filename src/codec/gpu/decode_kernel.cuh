@@ -210,21 +210,37 @@ __device__ void DecodeChunk(const DecodeArgs& args, const Header& h, const Layou
   }
 }
 
-// Fills the slot table from a checked frequency table: warp w expands symbols w, w+4, ...
+// Fills the slot table from a checked frequency table. One scan gives each symbol its first
+// slot and each present symbol its rank among them; warp w then expands present symbols w, w+4,
+// ..., so that a warp's loop runs once per present symbol (a few dozen at most in weights), not
+// once per symbol of the alphabet, each a dependent shared load and branch.
 __device__ inline void BuildSlots(const uint16_t* freqs, uint32_t* slots) {
   using Scan = cub::BlockScan<uint32_t, kDecodeThreads>;
   __shared__ typename Scan::TempStorage scan;
   __shared__ uint32_t starts[kAlphabetSize];
-  uint32_t local[2] = {freqs[2 * threadIdx.x], freqs[2 * threadIdx.x + 1]};
-  uint32_t prefix[2];
-  Scan(scan).ExclusiveSum(local, prefix);
-  starts[2 * threadIdx.x] = prefix[0];
-  starts[2 * threadIdx.x + 1] = prefix[1];
+  __shared__ uint8_t present[kAlphabetSize];
+  __shared__ uint32_t present_count;
+  // Slots in the high half, present symbols in the low one: a checked table's slots sum to
+  // kProbScale and its symbols to at most 256, so neither half carries into the other.
+  static_assert(kProbScale < (1u << 16) && kAlphabetSize < (1u << 16));
+  uint32_t local[2], prefix[2], total;
+  for (int j = 0; j < 2; ++j) {
+    const uint32_t f = freqs[2 * threadIdx.x + j];
+    local[j] = f << 16 | (f != 0);
+  }
+  Scan(scan).ExclusiveSum(local, prefix, total);
+  for (int j = 0; j < 2; ++j) {
+    const uint32_t s = 2 * threadIdx.x + j;
+    starts[s] = prefix[j] >> 16;
+    if (local[j] != 0) present[prefix[j] & 0xFFFF] = static_cast<uint8_t>(s);
+  }
+  if (threadIdx.x == 0) present_count = total & 0xFFFF;
   __syncthreads();
   const uint32_t lane = threadIdx.x & 31;
-  for (uint32_t s = threadIdx.x / 32; s < kAlphabetSize; s += kDecodeWarps) {
-    const uint32_t f = freqs[s];
-    for (uint32_t i = lane; i < f; i += 32) slots[starts[s] + i] = MakeDecoderEntry(s, f, i);
+  for (uint32_t p = threadIdx.x / 32; p < present_count; p += kDecodeWarps) {
+    const uint32_t s = present[p];
+    const uint32_t f = freqs[s], start = starts[s];
+    for (uint32_t i = lane; i < f; i += 32) slots[start + i] = MakeDecoderEntry(s, f, i);
   }
   __syncthreads();
 }
