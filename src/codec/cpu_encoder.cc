@@ -150,11 +150,11 @@ uint64_t AlignUp4(uint64_t bytes) { return (bytes + 3) & ~uint64_t{3}; }
 
 void StoreU32(uint8_t* at, uint32_t value) { std::memcpy(at, &value, 4); }
 
-// Bytes the tiles of a range can take at most: per tile its own table, per chunk its states and
-// a pad word, and one word per symbol.
+// Bytes the tiles of a range can take at most: per tile its own table, per chunk its largest
+// state area and a pad word, and one word per symbol.
 uint64_t RangeBytesBound(const TileRange& range) {
   return (range.end_tile - range.first_tile) * uint64_t{codec::kMaxTileTableBytes} +
-         (range.end_chunk - range.first_chunk) * uint64_t{codec::kChunkStateBytes + 2} + 2 * (range.end - range.first);
+         (range.end_chunk - range.first_chunk) * uint64_t{codec::kChunkMaxStateBytes + 2} + 2 * (range.end - range.first);
 }
 
 // Where a task writes its part of the coded area: at most `capacity` bytes at `bytes`, of which
@@ -196,14 +196,18 @@ bool EncodeChunks(const uint8_t* input, uint64_t count, const Layout& layout, co
     uint16_t* words_end = words + n + codec::kEncodeSlackWords;
     const uint16_t* begin = coder.encode(symbols, n, table, state, words_end);
     const uint64_t word_bytes = 2 * static_cast<uint64_t>(words_end - begin);
-    const uint64_t chunk_bytes = codec::kChunkStateBytes + AlignUp4(word_bytes);
+    // The state area goes to a local buffer first: its size decides whether the chunk fits.
+    uint8_t state_area[codec::kChunkMaxStateBytes];
+    const uint32_t state_bytes = codec::WriteChunkStates(state, state_area);
+    const uint64_t chunk_bytes = AlignUp4(state_bytes + word_bytes);
     if (!part.Fits(chunk_bytes)) return false;
     StoreU32(frame + layout.index_offset + 4 * uint64_t{c}, part.Entry());
     uint8_t* chunk = part.bytes + part.written;
-    std::memcpy(chunk, state, codec::kChunkStateBytes);
-    std::memcpy(chunk + codec::kChunkStateBytes, begin, word_bytes);
-    // An odd word count is padded with a zero word, read last.
-    if (word_bytes % 4 != 0) std::memset(chunk + codec::kChunkStateBytes + word_bytes, 0, 2);
+    std::memcpy(chunk, state_area, state_bytes);
+    std::memcpy(chunk + state_bytes, begin, word_bytes);
+    // An odd count of u16 words (the state area's and the renormalisation words) is padded with
+    // a zero word, read last.
+    if ((state_bytes + word_bytes) % 4 != 0) std::memset(chunk + state_bytes + word_bytes, 0, 2);
     part.written += chunk_bytes;
   }
   return true;

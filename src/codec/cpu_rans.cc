@@ -13,12 +13,12 @@ uint16_t* EncodePortable(const uint8_t* symbols, uint32_t n, const EncoderTable&
 
 DecodeError DecodePortable(const uint32_t* slots, const ChunkToDecode& chunk) {
   uint32_t state[kLanes];
-  if (DecodeError e = ReadChunkStates(chunk.bytes, chunk.size, state); e != DecodeError::kOk) return e;
-  const uint8_t* words = chunk.bytes + kChunkStateBytes;
-  const uint64_t available = (chunk.size - kChunkStateBytes) / 2;
+  uint64_t next = 0;
+  if (DecodeError e = ReadChunkStates(chunk.bytes, chunk.size, state, next); e != DecodeError::kOk) return e;
+  const uint8_t* words = chunk.bytes;
+  const uint64_t available = chunk.size / 2;
   const uint32_t n = chunk.n;
   uint8_t* symbols = chunk.symbols;
-  uint64_t next = 0;
   uint32_t k = 0;
   // A step reads at most one word per lane: with 32 words left it needs no bound check.
   for (; k < n / kLanes && available - next >= kLanes; ++k) {

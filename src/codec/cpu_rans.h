@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "codec/chunk_states.h"
 #include "codec/frame_checks.h"
 #include "codec/frame_format.h"
 #include "codec/rans_model.h"
@@ -127,13 +128,38 @@ inline bool DecodeLaneStepChecked(uint32_t& x, const uint32_t* slots, const uint
   return true;
 }
 
-// Reads a chunk's 32 states and checks its size and the states' range.
-inline DecodeError ReadChunkStates(const uint8_t* chunk, uint64_t chunk_bytes, uint32_t* state) {
-  if (chunk_bytes < kChunkStateBytes || chunk_bytes % 4 != 0) return DecodeError::kBadIndex;
-  std::memcpy(state, chunk, kChunkStateBytes);
+// Writes a chunk's 32 final states as its state area (chunk_states.h) at `out`; returns its bytes.
+inline uint32_t WriteChunkStates(const uint32_t* state, uint8_t* out) {
+  uint32_t words[kChunkMaxStateWords + 1] = {};  // + 1: a placement's (empty) high word past the last
+  uint32_t codes_below = 0;
   for (uint32_t lane = 0; lane < kLanes; ++lane) {
-    if (state[lane] < kStateLow || state[lane] >= (1u << 31)) return DecodeError::kCorruptStream;
+    const LaneStatePlacement p = PlaceLaneState(state[lane], lane, codes_below);
+    words[p.code_word] |= p.code_bits;
+    words[p.word] |= p.low;
+    words[p.word + 1] |= p.high;
+    codes_below += StateCode(state[lane]);
   }
+  const uint32_t bytes = ChunkStateBytes(codes_below);
+  std::memcpy(out, words, bytes);
+  return bytes;
+}
+
+// Reads a chunk's 32 states from its state area and checks the chunk's size and the area's
+// padding; `first_word` is where the renormalisation words begin, in u16 words from the chunk's
+// start (decoders index the chunk's words from there, so that the pad word's rule, "an odd
+// count of them", needs no offset).
+inline DecodeError ReadChunkStates(const uint8_t* chunk, uint64_t chunk_bytes, uint32_t* state, uint64_t& first_word) {
+  if (chunk_bytes < kChunkMinStateBytes || chunk_bytes % 4 != 0) return DecodeError::kBadIndex;
+  uint32_t words[kChunkMaxStateWords] = {};
+  std::memcpy(words, chunk, std::min<uint64_t>(chunk_bytes, kChunkMaxStateBytes));
+  const uint32_t code_sum = CodesBelow(words, kLanes);
+  const uint32_t state_bytes = ChunkStateBytes(code_sum);
+  if (state_bytes > chunk_bytes) return DecodeError::kCorruptStream;
+  uint16_t last;
+  std::memcpy(&last, chunk + state_bytes - 2, 2);
+  if ((last & StatePadMask(code_sum)) != 0) return DecodeError::kCorruptStream;
+  for (uint32_t lane = 0; lane < kLanes; ++lane) state[lane] = ReadLaneState(words, lane, CodesBelow(words, lane));
+  first_word = state_bytes / 2;
   return DecodeError::kOk;
 }
 

@@ -142,14 +142,14 @@ struct VectorChunk {
   uint32_t step;
 };
 
-UZ_AVX2 inline VectorChunk StartChunk(const uint32_t* state, const ChunkToDecode& chunk) {
+UZ_AVX2 inline VectorChunk StartChunk(const uint32_t* state, uint64_t first_word, const ChunkToDecode& chunk) {
   VectorChunk c;
   for (uint32_t v = 0; v < kVectorsPerStep; ++v) {
     c.x[v] = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(state + v * kVectorLanes));
   }
-  c.words = chunk.bytes + kChunkStateBytes;
-  c.available = (chunk.size - kChunkStateBytes) / 2;
-  c.next = 0;
+  c.words = chunk.bytes;
+  c.available = chunk.size / 2;
+  c.next = first_word;
   c.step = 0;
   return c;
 }
@@ -184,22 +184,24 @@ UZ_AVX2 inline DecodeError FinishChunk(VectorChunk& c, const uint32_t* slots, co
 
 UZ_AVX2 DecodeError DecodeAvx2(const uint32_t* slots, const ChunkToDecode& chunk) {
   uint32_t state[kLanes];
-  if (DecodeError e = ReadChunkStates(chunk.bytes, chunk.size, state); e != DecodeError::kOk) return e;
-  VectorChunk c = StartChunk(state, chunk);
+  uint64_t first_word = 0;
+  if (DecodeError e = ReadChunkStates(chunk.bytes, chunk.size, state, first_word); e != DecodeError::kOk) return e;
+  VectorChunk c = StartChunk(state, first_word, chunk);
   return FinishChunk(c, slots, chunk);
 }
 
 UZ_AVX2 void DecodeTwoAvx2(const uint32_t* slots, const ChunkToDecode& a, const ChunkToDecode& b,
                            DecodeError& a_result, DecodeError& b_result) {
   uint32_t a_state[kLanes], b_state[kLanes];
-  a_result = ReadChunkStates(a.bytes, a.size, a_state);
-  b_result = ReadChunkStates(b.bytes, b.size, b_state);
+  uint64_t a_first = 0, b_first = 0;
+  a_result = ReadChunkStates(a.bytes, a.size, a_state, a_first);
+  b_result = ReadChunkStates(b.bytes, b.size, b_state, b_first);
   if (a_result != DecodeError::kOk || b_result != DecodeError::kOk) {
     if (a_result == DecodeError::kOk) a_result = DecodeAvx2(slots, a);
     if (b_result == DecodeError::kOk) b_result = DecodeAvx2(slots, b);
     return;
   }
-  VectorChunk ca = StartChunk(a_state, a), cb = StartChunk(b_state, b);
+  VectorChunk ca = StartChunk(a_state, a_first, a), cb = StartChunk(b_state, b_first, b);
   const int* table = reinterpret_cast<const int*>(slots);
   while (HasFastStep(ca, a) && HasFastStep(cb, b)) {
     DecodeFastStep(ca, table, a.symbols);

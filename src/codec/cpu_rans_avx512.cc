@@ -143,13 +143,13 @@ struct VectorChunk {
   uint32_t step;
 };
 
-UZ_AVX512 inline VectorChunk StartChunk(const uint32_t* state, const ChunkToDecode& chunk) {
+UZ_AVX512 inline VectorChunk StartChunk(const uint32_t* state, uint64_t first_word, const ChunkToDecode& chunk) {
   VectorChunk c;
   c.low = _mm512_loadu_si512(state);
   c.high = _mm512_loadu_si512(state + kVectorLanes);
-  c.words = chunk.bytes + kChunkStateBytes;
-  c.available = (chunk.size - kChunkStateBytes) / 2;
-  c.next = 0;
+  c.words = chunk.bytes;
+  c.available = chunk.size / 2;
+  c.next = first_word;
   c.step = 0;
   return c;
 }
@@ -176,22 +176,24 @@ UZ_AVX512 inline DecodeError FinishChunk(VectorChunk& c, const uint32_t* slots, 
 
 UZ_AVX512 DecodeError DecodeAvx512(const uint32_t* slots, const ChunkToDecode& chunk) {
   uint32_t state[kLanes];
-  if (DecodeError e = ReadChunkStates(chunk.bytes, chunk.size, state); e != DecodeError::kOk) return e;
-  VectorChunk c = StartChunk(state, chunk);
+  uint64_t first_word = 0;
+  if (DecodeError e = ReadChunkStates(chunk.bytes, chunk.size, state, first_word); e != DecodeError::kOk) return e;
+  VectorChunk c = StartChunk(state, first_word, chunk);
   return FinishChunk(c, slots, chunk);
 }
 
 UZ_AVX512 void DecodeTwoAvx512(const uint32_t* slots, const ChunkToDecode& a, const ChunkToDecode& b,
                                DecodeError& a_result, DecodeError& b_result) {
   uint32_t a_state[kLanes], b_state[kLanes];
-  a_result = ReadChunkStates(a.bytes, a.size, a_state);
-  b_result = ReadChunkStates(b.bytes, b.size, b_state);
+  uint64_t a_first = 0, b_first = 0;
+  a_result = ReadChunkStates(a.bytes, a.size, a_state, a_first);
+  b_result = ReadChunkStates(b.bytes, b.size, b_state, b_first);
   if (a_result != DecodeError::kOk || b_result != DecodeError::kOk) {
     if (a_result == DecodeError::kOk) a_result = DecodeAvx512(slots, a);
     if (b_result == DecodeError::kOk) b_result = DecodeAvx512(slots, b);
     return;
   }
-  VectorChunk ca = StartChunk(a_state, a), cb = StartChunk(b_state, b);
+  VectorChunk ca = StartChunk(a_state, a_first, a), cb = StartChunk(b_state, b_first, b);
   while (HasFastStep(ca, a) && HasFastStep(cb, b)) {
     DecodeFastStep(ca, slots, a.symbols);
     DecodeFastStep(cb, slots, b.symbols);

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "codec/chunk_states.h"
 #include "codec/frame_format.h"
 #include "codec/host_device.h"
 
@@ -75,7 +76,7 @@ UZ_HD DecodeError CheckHeader(const Header& h, uint64_t available_bytes, uint8_t
     case Mode::kSplitConstant: expected_coded = carried_bytes; break;
     case Mode::kSplitStored: expected_coded = h.count + carried_bytes; break;
     case Mode::kSplitRans:
-      if (h.coded_bytes < uint64_t{layout.num_chunks} * kChunkStateBytes || h.coded_bytes > layout.coded_capacity ||
+      if (h.coded_bytes < uint64_t{layout.num_chunks} * kChunkMinStateBytes || h.coded_bytes > layout.coded_capacity ||
           h.coded_bytes % 4 != 0) {
         return DecodeError::kBadLayout;
       }
@@ -114,7 +115,7 @@ UZ_HD uint32_t ChunkEntry(const uint8_t* frame, const Layout& layout, uint32_t c
 // Where chunk c's bytes lie in the coded area, in 4-byte units from coded_offset: from its index
 // entry to where the next thing begins, which is the next tile's own table if chunk c + 1 starts
 // a tile that has one, else chunk c + 1; the last chunk ends at coded_bytes. False if the range
-// is reversed, out of bounds, or too short for the chunk's states.
+// is reversed, out of bounds, or shorter than the smallest state area.
 UZ_HD bool LocateChunk(const uint8_t* frame, const Layout& layout, uint64_t coded_bytes, uint32_t c, uint32_t& begin,
                        uint32_t& end) {
   begin = ChunkEntry(frame, layout, c);
@@ -127,7 +128,7 @@ UZ_HD bool LocateChunk(const uint8_t* frame, const Layout& layout, uint64_t code
                                                  : kGlobalTableTile;
     end = tile_entry != kGlobalTableTile ? tile_entry : ChunkEntry(frame, layout, next);
   }
-  return begin <= end && uint64_t{end} * 4 <= coded_bytes && end - begin >= kChunkStateBytes / 4;
+  return begin <= end && uint64_t{end} * 4 <= coded_bytes && end - begin >= kChunkMinStateBytes / 4;
 }
 
 // Reads and checks the own table of `tile` into `freqs` (all 256). A sound table has at least

@@ -10,7 +10,7 @@
 namespace ucclzip::codec {
 
 inline constexpr uint32_t kFrameMagic = 0x315A4355;  // "UCZ1" little-endian
-inline constexpr uint16_t kFrameVersion = 3;
+inline constexpr uint16_t kFrameVersion = 4;
 inline constexpr uint32_t kHeaderBytes = 64;
 inline constexpr uint32_t kAlphabetSize = 256;        // one coded byte per element
 inline constexpr uint32_t kTableBytes = kAlphabetSize * 2;  // one u16 frequency per symbol
@@ -26,7 +26,6 @@ inline constexpr uint32_t kCarryBits = 24;
 inline constexpr uint32_t kCarryBase = 1u << kCarryBits;
 inline constexpr uint32_t kMinLaneSymbols = 32;  // keeps the index under 0.4 % even for fp8
 inline constexpr uint32_t kMaxLaneSymbols = 4096;
-inline constexpr uint32_t kChunkStateBytes = kLanes * 4;
 
 // Tiles: runs of consecutive chunks that share a frequency table, either the frame's global
 // table or one of their own (format version 2). A tile holds about kTileTargetElements
@@ -93,10 +92,10 @@ struct Layout {
   uint64_t max_frame_bytes;
 };
 
-// Chooses the symbols per lane when the caller leaves it open. Longer lanes amortise the 32-bit
-// final state each lane flushes (about 24 bits of overhead per lane); shorter lanes give more
-// parallel lanes and so lower latency on small tensors. The rule depends only on the element
-// count, so the CPU and GPU encoders choose alike and produce identical frames.
+// Chooses the symbols per lane when the caller leaves it open. Longer lanes amortise the final
+// state each lane flushes (chunk_states.h); shorter lanes give more parallel lanes and so lower
+// latency on small tensors. The rule depends only on the element count, so the CPU and GPU
+// encoders choose alike and produce identical frames.
 UZ_HD uint32_t DefaultLaneSymbols(uint64_t count) {
   // Aim for at least kTargetChunks chunks (enough warps to fill an H200), then cap; the lane
   // sweep in benchmarks/RESULTS.md shows the trade on that GPU.

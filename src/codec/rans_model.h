@@ -9,6 +9,7 @@
 
 #include <cstdint>
 
+#include "codec/chunk_states.h"
 #include "codec/frame_format.h"
 #include "codec/host_device.h"
 
@@ -144,9 +145,9 @@ UZ_HD uint32_t WriteTileTable(const uint16_t* freqs, uint8_t* out) {
   return bytes;
 }
 
-// Bytes a chunk can add beyond its symbols' cost: 32 final states, the rounding of each lane's
-// words and the chunk's 4-byte alignment.
-inline constexpr uint64_t kChunkOverheadBoundBytes = kChunkStateBytes + kLanes * 2 + 4;
+// Bytes a chunk can add beyond its symbols' cost: its largest state area, the rounding of each
+// lane's words and the chunk's 4-byte alignment.
+inline constexpr uint64_t kChunkOverheadBoundBytes = kChunkMaxStateBytes + kLanes * 2 + 4;
 
 // rANS is used only when its worst case saves at least 1/32 of the stored symbols. The bound is
 // a true upper bound, so a chosen rANS frame never outgrows the stored-symbol capacity.

@@ -91,16 +91,18 @@ std::array<uint32_t, kLanes> StartStates(uint32_t n) {
   return states;
 }
 
-// A coded chunk as the frame holds it: the states, the words, the pad.
+// A coded chunk as the frame holds it: the state area, the words, the pad.
 std::vector<uint8_t> EncodeChunk(const ChunkCoder& coder, const EncoderTable& table, const std::vector<uint8_t>& symbols) {
   const auto n = static_cast<uint32_t>(symbols.size());
   std::vector<uint16_t> words(n + kEncodeSlackWords);
   std::array<uint32_t, kLanes> state = StartStates(n);
   const uint16_t* begin = coder.encode(symbols.data(), n, table, state.data(), words.data() + words.size());
   const size_t word_count = words.data() + words.size() - begin;
-  std::vector<uint8_t> chunk(kChunkStateBytes + 2 * (word_count + word_count % 2), 0);
-  std::memcpy(chunk.data(), state.data(), kChunkStateBytes);
-  std::memcpy(chunk.data() + kChunkStateBytes, begin, 2 * word_count);
+  std::vector<uint8_t> chunk(kChunkMaxStateBytes + 2 * (word_count + 1), 0);
+  const uint32_t state_bytes = WriteChunkStates(state.data(), chunk.data());
+  std::memcpy(chunk.data() + state_bytes, begin, 2 * word_count);
+  const size_t halves = state_bytes / 2 + word_count;
+  chunk.resize(2 * (halves + halves % 2));
   return chunk;
 }
 

@@ -16,6 +16,7 @@
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 
+#include "codec/chunk_states.h"
 #include "codec/frame_checks.h"
 #include "codec/frame_format.h"
 #include "codec/gpu/element_access.cuh"
@@ -90,16 +91,29 @@ __device__ void DecodeChunk(const DecodeArgs& args, const Header& h, const Layou
     if (lane == 0) RecordError(args.error_word, MakeErrorWord(DecodeError::kBadIndex, chunk));
     return;
   }
+  // The ring streams the whole chunk, its state area first: the states come from shared memory
+  // once the first window lands, and words are counted from the chunk's start, so that the pad
+  // word's rule (an odd count) needs no offset.
   const uint8_t* chunk_data = args.frame + h.coded_offset + uint64_t{begin} * 4;
-  const uint32_t available = ((end - begin) * 4 - kChunkStateBytes) / 2;
-  WordRing words(ring_memory, chunk_data + kChunkStateBytes, available);
-
-  uint32_t x = reinterpret_cast<const uint32_t*>(chunk_data)[lane];
-  if (!__all_sync(~0u, x >= kStateLow && x < (1u << 31))) {
+  const uint32_t available = (end - begin) * 2;
+  WordRing words(ring_memory, chunk_data, available);
+  words.WaitFor(kChunkMaxStateBytes / 2 - 1);  // the state area lies in the first window
+  uint32_t codes[kStateCodeWords];
+#pragma unroll
+  for (uint32_t w = 0; w < kStateCodeWords; ++w) codes[w] = words.Word32(w);
+  const uint32_t code_sum = CodesBelow(codes, kLanes);
+  const uint32_t state_bytes = ChunkStateBytes(code_sum);
+  // Every lane reads the same bytes, so the verdict is the warp's.
+  if (state_bytes > 2 * available || (words.Word(state_bytes / 2 - 1) & StatePadMask(code_sum)) != 0) {
     if (lane == 0) RecordError(args.error_word, MakeErrorWord(DecodeError::kCorruptStream, chunk));
     __pipeline_wait_prior(0);  // leave no copy in flight into memory the next chunk reuses
     return;
   }
+  struct RingWords {
+    const WordRing& ring;
+    __device__ uint32_t operator[](uint32_t i) const { return ring.Word32(i); }
+  };
+  uint32_t x = ReadLaneState(RingWords{words}, lane, CodesBelow(codes, lane));
   const uint32_t lower_lanes = (1u << lane) - 1;
   const uint64_t first = chunk * chunk_elements;
   const uint64_t chunk_count = min(chunk_elements, h.count - first);
@@ -114,7 +128,7 @@ __device__ void DecodeChunk(const DecodeArgs& args, const Header& h, const Layou
   const uint32_t carried = min(lane_steps, layout.carried_steps);
   const int kept_steps = static_cast<int>(lane_steps - carried);
   uint32_t carried_symbols = 0;
-  uint32_t consumed = 0;
+  uint32_t consumed = state_bytes / 2;
   // One step of the 32 lanes. kChecked: some lanes may be past the chunk's end, and the ring is
   // topped up and the chunk's bounds checked at every step; returns false on a read past the
   // chunk. Otherwise the caller has made the batch's words readable: a lane reads the word it

@@ -13,6 +13,7 @@
 #include <cuda/functional>
 #include <cuda/std/functional>
 
+#include "codec/chunk_states.h"
 #include "codec/frame_format.h"
 #include "codec/gpu/dependent_launch.cuh"
 #include "codec/gpu/device_workspace.h"
@@ -114,6 +115,7 @@ __global__ void __launch_bounds__(32 * kEncodeWarps) EncodeKernel(EncodeArgs arg
   __shared__ uint32_t group_smem;
   __shared__ uint32_t chunk_units[kEncodeWarps];  // what each chunk adds to the coded area, in 4-byte units
   __shared__ uint32_t group_place_units;
+  __shared__ uint32_t state_areas[kEncodeWarps][kChunkMaxStateWords + 1];  // + 1: a placement's empty high word
   DeviceWorkspace* ws = args.workspace;
   const uint32_t lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const uint32_t num_chunks = args.layout.num_chunks;
@@ -202,8 +204,20 @@ __global__ void __launch_bounds__(32 * kEncodeWarps) EncodeKernel(EncodeArgs arg
 #pragma unroll
     for (int j = 0; j < kBatch; ++j) current[j] = next[j];
   }
-  const uint32_t padded_words = emitted + (emitted & 1);
-  const uint32_t chunk_bytes = kChunkStateBytes + 2 * padded_words;
+  // The final states go to the warp's state area in shared memory (chunk_states.h): first the
+  // codes, from which each lane finds where its bits go, as a decoder finds where they are.
+  uint32_t* area = state_areas[warp];
+  for (uint32_t i = lane; i < kChunkMaxStateWords + 1; i += 32) area[i] = 0;
+  __syncwarp();
+  atomicOr(&area[lane / 8], StateCode(x) << 4 * (lane % 8));
+  __syncwarp();
+  const LaneStatePlacement placement = PlaceLaneState(x, lane, CodesBelow(area, lane));
+  const uint32_t state_bytes = ChunkStateBytes(CodesBelow(area, kLanes));
+  atomicOr(&area[placement.word], placement.low);
+  if (placement.high != 0) atomicOr(&area[placement.word + 1], placement.high);
+  // The state area and the words, padded to a whole 4 bytes with a zero word.
+  const uint32_t padded_words = emitted + ((state_bytes / 2 + emitted) & 1);
+  const uint32_t chunk_bytes = state_bytes + 2 * padded_words;
   const bool starts_tile = (chunk & ((1u << args.layout.tile_chunks_log2) - 1)) == 0;
   const uint32_t placed_table_bytes = starts_tile ? tile_table_bytes : 0;  // placed before this chunk
   const uint32_t scanned_bytes = placed_table_bytes + chunk_bytes;
@@ -247,12 +261,13 @@ __global__ void __launch_bounds__(32 * kEncodeWarps) EncodeKernel(EncodeArgs arg
   if (lane == 0) {
     reinterpret_cast<uint32_t*>(args.frame + args.layout.index_offset)[chunk] = static_cast<uint32_t>(offset / 4);
   }
-  reinterpret_cast<uint32_t*>(out)[lane] = x;
-  // The scratch words written by other lanes are visible from here on; the compiler, which does
-  // not see StoreWordIf's stores, keeps the reads below after it.
+  // The scratch words written by other lanes, and the state area's bits, are visible from here
+  // on; the compiler, which does not see StoreWordIf's stores, keeps the reads below after it.
   asm volatile("" ::: "memory");
   __syncwarp();
-  uint16_t* out_words = reinterpret_cast<uint16_t*>(out + kChunkStateBytes);
+  const auto* area_halves = reinterpret_cast<const uint16_t*>(area);
+  for (uint32_t i = lane; i < state_bytes / 2; i += 32) reinterpret_cast<uint16_t*>(out)[i] = area_halves[i];
+  uint16_t* out_words = reinterpret_cast<uint16_t*>(out + state_bytes);
   // Reversed copy, kCopyBatch loads in flight per lane: the scratch words sit in L2.
   constexpr uint32_t kCopyBatch = 8;
   for (uint32_t base = 0; base < padded_words; base += 32 * kCopyBatch) {

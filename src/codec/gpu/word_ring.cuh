@@ -51,6 +51,11 @@ class WordRing {
     return reinterpret_cast<const uint16_t*>(ring_)[((skip_bytes_ >> 1) + i) % (kRingBytes / 2)];
   }
 
+  // The i-th little-endian u32 from the first word (4-byte aligned, as the ring's start is).
+  __device__ __forceinline__ uint32_t Word32(uint32_t i) const {
+    return reinterpret_cast<const uint32_t*>(ring_)[((skip_bytes_ >> 2) + i) % (kRingBytes / 4)];
+  }
+
   // Issues each window whose slot the reader has left: window w reuses the slot of window
   // w - kWindows, which is free once every word before `consumed` lies past it.
   __device__ __forceinline__ void Refill(uint32_t consumed) {
