@@ -5,7 +5,7 @@
 //
 // The arithmetic is here, once, for every coder: where a lane's bits lie and how its state is
 // rebuilt from them. Each coder moves the bytes its own way (the CPU through a local copy of the
-// state area, the GPU warp through shared memory or straight from the frame).
+// state area, the GPU warp through shared memory: the encoder's own area, the decoder's ring).
 #pragma once
 
 #include <cstdint>

@@ -62,6 +62,39 @@ TEST(ChunkStates, EveryStateOfTheRangeComesBack) {
   }
 }
 
+// Bytes worked out by hand from docs/FRAME_FORMAT.md ("Chunk states"), not from the code: lane 0
+// at 0xFFFF (code 0, bits 0x7FFF from bit 128), lane 1 at 0x10005 (code 1, bits 0x0005 from bit
+// 143), lane 2 at 2^30 + 1 (code 15, bits 1 from bit 159), the other lanes at 2^15 (code 0,
+// 15 zero bits). The codes sum to 16: 128 + 480 + 16 = 624 bits, whole u16 words, no padding.
+TEST(ChunkStates, AreaBytesFollowTheDocument) {
+  States states;
+  states.fill(kStateLow);
+  states[0] = 0xFFFF;
+  states[1] = 0x10005;
+  states[2] = (1u << 30) + 1;
+  std::vector<uint8_t> expected(78, 0);
+  expected[0] = 0x10;   // lane 0's code 0 in the low nibble, lane 1's code 1 in the high one
+  expected[1] = 0x0F;   // lane 2's code 15
+  expected[16] = 0xFF;  // bits 128-135: lane 0's
+  expected[17] = 0xFF;  // bits 136-142: lane 0's; bit 143: lane 1's bit 0
+  expected[18] = 0x02;  // bit 145: lane 1's bit 2
+  expected[19] = 0x80;  // bit 159: lane 2's bit 0
+  std::vector<uint8_t> area(kChunkMaxStateBytes, 0xEE);
+  ASSERT_EQ(WriteChunkStates(states.data(), area.data()), expected.size());
+  area.resize(expected.size());
+  EXPECT_EQ(area, expected);
+  EXPECT_EQ(StatePadMask(16), 0u);
+
+  // The area alone, with the pad word that makes a chunk of it: no renormalisation words.
+  std::vector<uint8_t> chunk = expected;
+  chunk.resize(80, 0);
+  States read{};
+  uint64_t first_word = 0;
+  ASSERT_EQ(ReadChunkStates(chunk.data(), chunk.size(), read.data(), first_word), DecodeError::kOk);
+  EXPECT_EQ(read, states);
+  EXPECT_EQ(first_word, 39u);
+}
+
 TEST(ChunkStates, AreaSizeRunsFromSmallestToLargest) {
   States low, high;
   low.fill(kStateLow);

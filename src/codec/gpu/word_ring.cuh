@@ -1,5 +1,5 @@
-// Streams one chunk's 16-bit renormalisation words through a small per-warp ring in shared
-// memory. Windows are copied with cp.async several windows ahead of the reader, so the decoder's
+// Streams one chunk (its state area, then its 16-bit renormalisation words) through a small
+// per-warp ring in shared memory. Windows are copied with cp.async several windows ahead of the reader, so the decoder's
 // critical path reads shared memory, never global memory, whatever the chunk's size.
 #pragma once
 
@@ -15,8 +15,8 @@ class WordRing {
   static constexpr uint32_t kWindows = 4;
   static constexpr uint32_t kRingBytes = kWindowBytes * kWindows;
 
-  // `ring` is this warp's kRingBytes of shared memory; `words` the chunk's first word (4-byte
-  // aligned) and `word_count` how many the chunk holds. Called by the whole warp.
+  // `ring` is this warp's kRingBytes of shared memory; `words` the chunk's start (4-byte
+  // aligned) and `word_count` how many u16 words the chunk holds. Called by the whole warp.
   __device__ WordRing(uint8_t* ring, const uint8_t* words, uint32_t word_count)
       : ring_(ring), base_(words - (reinterpret_cast<uintptr_t>(words) & 15)) {
     skip_bytes_ = static_cast<uint32_t>(words - base_);
