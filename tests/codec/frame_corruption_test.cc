@@ -8,6 +8,7 @@
 #include <random>
 #include <span>
 
+#include "codec/chunk_states.h"
 #include "codec/frame_checks.h"
 #include "codec/frame_format.h"
 #include "codec_test_util.h"
@@ -100,6 +101,52 @@ TEST_F(FrameCorruption, OtherVersionsAreRefusedByName) {
       EXPECT_NE(status.message().find("reads version 4"), std::string::npos) << status;
     }
   }
+}
+
+// Chunk state areas (format version 4, chunk_states.h) made hostile: every lane at the longest
+// code, which takes a short last chunk's area past its end and moves every lane's bits in a
+// long one; one lane's code changed, which moves the bits of the lanes after it; a padding bit
+// set. Each frame is refused, and the decoder writes nothing outside its output.
+class StateAreaCorruption : public CorruptionTest {
+ protected:
+  void SetUp() override {
+    // Four whole chunks of 64-symbol lanes and a last one of 40 elements, shorter than the
+    // widest area.
+    Prepare(GenerateTensor(DataType::kBFloat16, 4 * 2048 + 40, {DistKind::kGaussian, 0.02}, 19), 64);
+  }
+  uint64_t AreaOf(uint32_t chunk) const {
+    return info_.coded_offset + uint64_t{codec::ChunkEntry(frame_.data(), layout_, chunk)} * 4;
+  }
+  uint32_t CodeSum(uint32_t chunk) const {
+    uint32_t codes[codec::kStateCodeWords];
+    std::memcpy(codes, &frame_[AreaOf(chunk)], sizeof codes);
+    return codec::CodesBelow(codes, codec::kLanes);
+  }
+};
+
+TEST_F(StateAreaCorruption, HostileAreasAreRefused) {
+  const uint32_t last = layout_.num_chunks - 1;
+  ASSERT_EQ(layout_.num_chunks, 5u);
+  ASSERT_LT(info_.coded_offset + info_.coded_bytes - AreaOf(last), codec::kChunkMaxStateBytes)
+      << "the last chunk must be too short for the widest area";
+  for (uint32_t chunk : {0u, last}) {
+    auto widest = frame_;
+    std::memset(&widest[AreaOf(chunk)], 0xFF, codec::kStateCodeBytes);
+    EXPECT_EQ(Decode(widest).code(), absl::StatusCode::kDataLoss) << "chunk " << chunk;
+    auto moved = frame_;
+    moved[AreaOf(chunk)] ^= 0x10;  // lane 1's code
+    EXPECT_EQ(Decode(moved).code(), absl::StatusCode::kDataLoss) << "chunk " << chunk;
+  }
+  int padded = 0;
+  for (uint32_t chunk = 0; chunk < layout_.num_chunks; ++chunk) {
+    const uint32_t code_sum = CodeSum(chunk);
+    if (codec::StatePadMask(code_sum) == 0) continue;
+    auto bad = frame_;
+    bad[AreaOf(chunk) + codec::ChunkStateBytes(code_sum) - 1] |= 0x80;  // the area's last bit is padding
+    EXPECT_EQ(Decode(bad).code(), absl::StatusCode::kDataLoss) << "chunk " << chunk;
+    ++padded;
+  }
+  EXPECT_GT(padded, 0) << "the test needs areas that end with padding bits";
 }
 
 TEST_F(FrameCorruption, RandomDamageNeverEscapesTheBuffers) {
