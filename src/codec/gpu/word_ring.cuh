@@ -1,6 +1,7 @@
 // Streams one chunk (its state area, then its 16-bit renormalisation words) through a small
-// per-warp ring in shared memory. Windows are copied with cp.async several windows ahead of the reader, so the decoder's
-// critical path reads shared memory, never global memory, whatever the chunk's size.
+// per-warp ring in shared memory. Windows are copied with cp.async several windows ahead of the
+// reader, so the decoder's critical path reads shared memory, never global memory, whatever the
+// chunk's size.
 #pragma once
 
 #include <cuda_pipeline.h>
