@@ -10,6 +10,7 @@
 #include <random>
 #include <set>
 
+#include "codec/chunk_states.h"
 #include "codec/frame_checks.h"
 #include "codec/frame_format.h"
 #include "codec_test_util.h"
@@ -332,6 +333,66 @@ TEST_F(GpuCodecTest, HostileFramesGiveErrorsNotFaults) {
   EXPECT_GT(rejected, 150);
   // The codec stays usable after errors.
   CheckAgainstCpu(DataType::kBFloat16, tensor);
+}
+
+// Hostile chunk state areas (format version 4): codes that make an area outgrow its chunk, codes
+// that move every lane's bits, padding bits set. The GPU's verdict is the CPU's, and the decoder
+// writes nothing outside its output (under memcheck too).
+TEST_F(GpuCodecTest, HostileStateAreasGiveTheCpusVerdict) {
+  const DataType dtype = DataType::kBFloat16;
+  const CodecOptions options{.lane_symbols = 64};
+  const uint64_t count = 2048 * 97 + 40;  // a last chunk of 40 elements, little more than its area
+  const auto tensor = GenerateTensor(dtype, count, {DistKind::kGaussian, 0.02}, 11);
+  const auto good = CompressToVector(tensor, dtype, options);
+  const auto info = ReadFrameInfo(good.data(), good.size());
+  ASSERT_TRUE(info.ok());
+  ASSERT_EQ(info->mode, FrameMode::kSplitRans);
+  const codec::Layout layout = codec::ComputeLayout(ElementSize(dtype), true, count, options.lane_symbols);
+  const auto area_of = [&](uint32_t chunk) {
+    return info->coded_offset + uint64_t{codec::ChunkEntry(good.data(), layout, chunk)} * 4;
+  };
+  struct Case {
+    std::vector<uint8_t> frame;
+    bool must_fail;  // a size or padding check refuses it; the others fail in the stream's checks
+  };
+  std::vector<Case> cases;
+  int padded_chunks = 0;
+  for (uint32_t chunk = 0; chunk < layout.num_chunks; ++chunk) {
+    const uint64_t area = area_of(chunk);
+    if (chunk == 0 || chunk == layout.num_chunks / 2 || chunk == layout.num_chunks - 1) {
+      auto widest = good;  // every lane at code 15: the largest area, past the end of a short chunk
+      std::memset(&widest[area], 0xFF, codec::kStateCodeBytes);
+      cases.push_back({widest, chunk == layout.num_chunks - 1});
+      auto moved = good;  // lane 1's code changed: the bits of lanes 1 to 31 move
+      moved[area] ^= 0x10;
+      cases.push_back({moved, false});
+    }
+    uint32_t codes[codec::kStateCodeWords];
+    std::memcpy(codes, &good[area], sizeof codes);
+    const uint32_t code_sum = codec::CodesBelow(codes, codec::kLanes);
+    if (padded_chunks < 3 && codec::StatePadMask(code_sum) != 0) {
+      auto padded = good;  // the top bit of the area's last u16 is padding whenever any is
+      padded[area + codec::ChunkStateBytes(code_sum) - 1] |= 0x80;
+      cases.push_back({padded, true});
+      ++padded_chunks;
+    }
+  }
+  ASSERT_EQ(padded_chunks, 3) << "the test needs chunks whose areas end with padding bits";
+  const uint64_t last_chunk_bytes = info->coded_offset + info->coded_bytes - area_of(layout.num_chunks - 1);
+  ASSERT_LT(last_chunk_bytes, codec::kChunkMaxStateBytes) << "the last chunk must be too short for the widest area";
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const auto& bad = cases[i].frame;
+    DeviceBuffer frame(bad.size()), output(tensor.size());
+    frame.Upload(bad);
+    ASSERT_TRUE(codec_->Decompress(frame.get(), bad.size(), dtype, output.get(), count, stream_).ok());
+    const absl::Status status = codec_->StreamStatus(stream_);
+    const absl::Status cpu =
+        DecompressHost(bad.data(), bad.size(), dtype, std::vector<uint8_t>(tensor.size()).data(), count);
+    EXPECT_EQ(status.ok(), cpu.ok()) << "case " << i << ": GPU " << status << " CPU " << cpu;
+    if (cases[i].must_fail) EXPECT_FALSE(status.ok()) << "case " << i;
+    EXPECT_TRUE(output.GuardsIntact()) << "case " << i;
+  }
+  CheckAgainstCpu(dtype, tensor);  // the codec stays usable after errors
 }
 
 // Garbage in the tile index, in the tiles' own tables, and in the chunk entries that end them,
