@@ -156,9 +156,9 @@ absl::StatusOr<CodecResult> RunNvcompAns(const std::vector<uint8_t>& tensor, Dat
   NVCOMP_BENCH_CUDA(cudaMemset(output->get(), 0xA5, bytes));
 
   // Times one batched call and then checks how it launched and how every chunk fared.
-  const auto timed = [&](const char* stage, const std::function<nvcompStatus_t()>& call) -> absl::StatusOr<double> {
+  const auto timed = [&](const char* stage, const std::function<nvcompStatus_t()>& call) -> absl::StatusOr<GpuTiming> {
     nvcompStatus_t launch = nvcompSuccess;
-    const double us = time(
+    const GpuTiming timing = time(
         [&] {
           const nvcompStatus_t s = call();
           if (launch == nvcompSuccess) launch = s;
@@ -167,31 +167,33 @@ absl::StatusOr<CodecResult> RunNvcompAns(const std::vector<uint8_t>& tensor, Dat
     if (launch != nvcompSuccess) return NvcompError(stage, launch);
     NVCOMP_BENCH_CUDA(cudaStreamSynchronize(stream));
     if (absl::Status s = CheckStatuses(*statuses, num_chunks, stage); !s.ok()) return s;
-    return us;
+    return timing;
   };
   CodecResult result;
-  absl::StatusOr<double> compress_us = timed("compression", [&] {
+  absl::StatusOr<GpuTiming> compress_time = timed("compression", [&] {
     return nvcompBatchedANSCompressAsync(
         static_cast<const void* const*>(d_input_ptrs->get()), static_cast<const size_t*>(d_chunk_sizes->get()),
         largest_chunk, num_chunks, compress_temp->get(), compress_temp_bytes,
         static_cast<void* const*>(d_compressed_ptrs->get()), static_cast<size_t*>(compressed_sizes->get()),
         compress_opts, static_cast<nvcompStatus_t*>(statuses->get()), stream);
   });
-  if (!compress_us.ok()) return compress_us.status();
-  result.compress_us = *compress_us;
+  if (!compress_time.ok()) return compress_time.status();
+  result.compress_us = compress_time->single_us;
+  result.compress_streamed_us = compress_time->streamed_us;
   absl::StatusOr<std::vector<size_t>> sizes = Download<size_t>(*compressed_sizes, num_chunks);
   if (!sizes.ok()) return sizes.status();
   for (size_t size : *sizes) result.compressed_bytes += size + sizeof(size_t);
 
-  absl::StatusOr<double> decompress_us = timed("decompression", [&] {
+  absl::StatusOr<GpuTiming> decompress_time = timed("decompression", [&] {
     return nvcompBatchedANSDecompressAsync(
         static_cast<const void* const*>(d_compressed_ptrs->get()), static_cast<const size_t*>(compressed_sizes->get()),
         static_cast<const size_t*>(d_chunk_sizes->get()), static_cast<size_t*>(decompressed_sizes->get()),
         num_chunks, decompress_temp->get(), decompress_temp_bytes, static_cast<void* const*>(d_output_ptrs->get()),
         decompress_opts, static_cast<nvcompStatus_t*>(statuses->get()), stream);
   });
-  if (!decompress_us.ok()) return decompress_us.status();
-  result.decompress_us = *decompress_us;
+  if (!decompress_time.ok()) return decompress_time.status();
+  result.decompress_us = decompress_time->single_us;
+  result.decompress_streamed_us = decompress_time->streamed_us;
   absl::StatusOr<std::vector<size_t>> decoded_sizes = Download<size_t>(*decompressed_sizes, num_chunks);
   if (!decoded_sizes.ok()) return decoded_sizes.status();
   std::vector<uint8_t> back(bytes);

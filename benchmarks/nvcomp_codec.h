@@ -17,15 +17,26 @@
 
 namespace ucclzip::bench {
 
-// What the codec benchmark reports for one codec on one tensor.
+// What the codec benchmark reports for one codec on one tensor. The *_streamed_us times are the
+// GPU's only (zero on the CPU): see GpuTiming.
 struct CodecResult {
   uint64_t compressed_bytes = 0;
   double compress_us = 0, decompress_us = 0;
+  double compress_streamed_us = 0, decompress_streamed_us = 0;
   bool roundtrip_ok = false;
 };
 
-// Times `op`, which enqueues its work on `stream`, and returns microseconds.
-using GpuTimer = std::function<double(const std::function<void()>& op, cudaStream_t stream)>;
+// One operation's time on the GPU, two ways. `single_us`: the median of calls timed one at a
+// time on an idle stream, so that each pays its own launches (a lone tensor's latency).
+// `streamed_us`: the mean of calls enqueued back to back between one pair of events, so that
+// the host's launches overlap the GPU's work (what a pipeline of blocks pays per block). Their
+// difference is the part of a call's time that is not the GPU's work.
+struct GpuTiming {
+  double single_us = 0, streamed_us = 0;
+};
+
+// Times `op`, which enqueues its work on `stream`.
+using GpuTimer = std::function<GpuTiming(const std::function<void()>& op, cudaStream_t stream)>;
 
 // nvCOMP's version ("6.0.0"), or why this build cannot run it.
 absl::StatusOr<std::string> NvcompVersion();
