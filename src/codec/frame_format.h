@@ -70,6 +70,12 @@ static_assert(sizeof(Header) == kHeaderBytes, "frame header must stay 64 bytes")
 
 UZ_HD uint64_t AlignUp16(uint64_t value) { return (value + 15) & ~uint64_t{15}; }
 UZ_HD uint64_t DivCeil(uint64_t a, uint64_t b) { return (a + b - 1) / b; }
+// DivCeil(a, 2^log2) as a shift: a 64-bit division by a value the compiler cannot see costs the
+// GPU a subroutine of dozens of dependent instructions, on the decoder's serial setup path.
+UZ_HD uint64_t DivCeilPow2(uint64_t a, uint32_t log2) { return (a + (uint64_t{1} << log2) - 1) >> log2; }
+
+// log2 of a chunk's elements (kLanes lanes of `lane_symbols`, a power of two).
+UZ_HD uint32_t ChunkElementsLog2(uint32_t lane_symbols) { return kLanesLog2 + 31 - CountLeadingZeros(lane_symbols); }
 
 // Everything about a frame's layout that is fixed before the data is seen: where the raw plane
 // goes (so that it can be sent while the symbols are still being coded), and the bounds.
@@ -170,10 +176,10 @@ UZ_HD Layout ComputeLayout(uint32_t element_size, bool splittable, uint64_t coun
   }
   layout.base_mode = Mode::kSplitRans;
   layout.raw_width = element_size - 1;
-  layout.lane_symbols = lane_symbols == 0 ? DefaultLaneSymbols(count) : lane_symbols;
-  layout.num_chunks = static_cast<uint32_t>(DivCeil(count, uint64_t{kLanes} * layout.lane_symbols));
+  layout.lane_symbols = lane_symbols == 0 ? DefaultLaneSymbols(count) : lane_symbols;  // a power of two
+  layout.num_chunks = static_cast<uint32_t>(DivCeilPow2(count, ChunkElementsLog2(layout.lane_symbols)));
   layout.tile_chunks_log2 = TileChunksLog2(layout.lane_symbols);
-  layout.num_tiles = static_cast<uint32_t>(DivCeil(layout.num_chunks, uint64_t{1} << layout.tile_chunks_log2));
+  layout.num_tiles = static_cast<uint32_t>(DivCeilPow2(layout.num_chunks, layout.tile_chunks_log2));
   layout.table_offset = kHeaderBytes;
   layout.index_offset = layout.table_offset + kTableBytes;
   layout.tile_index_offset = layout.index_offset + uint64_t{layout.num_chunks} * 4;
@@ -212,7 +218,7 @@ UZ_HD ChunkSpan ChunkSpanOf(const Layout& layout, uint64_t count, uint32_t c) {
 // The chunk element i belongs to (a shift: chunks are a power of two long, and a division would
 // cost the GPU's split and decode kernels dozens of instructions per element).
 UZ_HD uint32_t ChunkOf(const Layout& layout, uint64_t i) {
-  return static_cast<uint32_t>(i >> (kLanesLog2 + 31 - CountLeadingZeros(layout.lane_symbols)));
+  return static_cast<uint32_t>(i >> ChunkElementsLog2(layout.lane_symbols));
 }
 
 // Where the raw part of element i (not a carried one) lies in the raw plane, in elements: each

@@ -272,17 +272,31 @@ __device__ inline uint32_t DecodeBlockSum(uint32_t value) {
   return all;
 }
 
-// Loads the global table into `freqs` and checks it as CheckTable does (frame_checks.h), two
-// symbols per thread. Called by the whole block; the verdict goes to every thread.
-__device__ inline bool LoadGlobalTable(const uint8_t* frame, uint16_t* freqs) {
+// This thread's two symbols of the global table (s and s + kDecodeThreads), as read from the
+// frame, before they are checked.
+struct GlobalTableEntries {
+  uint32_t f0 = 0, f1 = 0;
+};
+__device__ inline GlobalTableEntries ReadGlobalTableEntries(const uint8_t* frame) {
   static_assert(2 * kDecodeThreads == kAlphabetSize);
   const auto* table = reinterpret_cast<const uint16_t*>(frame + kHeaderBytes);
+  return {table[threadIdx.x], table[threadIdx.x + kDecodeThreads]};
+}
+
+// Puts the global table's entries, read by every thread, into `freqs` and checks the table as
+// CheckTable does (frame_checks.h). Called by the whole block; the verdict goes to every thread.
+__device__ inline bool CheckGlobalTable(GlobalTableEntries entries, uint16_t* freqs) {
   const uint32_t s0 = threadIdx.x, s1 = threadIdx.x + kDecodeThreads;
-  const uint32_t f0 = table[s0], f1 = table[s1];
+  const uint32_t f0 = entries.f0, f1 = entries.f1;
   freqs[s0] = static_cast<uint16_t>(f0);
   freqs[s1] = static_cast<uint16_t>(f1);
   const uint32_t present = __syncthreads_count(f0 != 0) + __syncthreads_count(f1 != 0);
   return DecodeBlockSum(f0 + f1) == kProbScale && present >= 2;
+}
+
+// Reads and checks the global table (a block that had other tables in `freqs` since).
+__device__ inline bool LoadGlobalTable(const uint8_t* frame, uint16_t* freqs) {
+  return CheckGlobalTable(ReadGlobalTableEntries(frame), freqs);
 }
 
 // Reads the own table of `tile` into `freqs` and checks it by ReadTileTable's rules
@@ -374,10 +388,11 @@ __device__ void DecodeTiles(const DecodeArgs& args, const Header& h, const Layou
   // and spread over every multiprocessor: the grid is sized for the shortest lanes and often
   // has several times as many blocks as groups, and runs spread evenly over it (H200 run s13-3)
   // left every fourth multiprocessor with all the work of a 16 MB frame.
-  const uint64_t num_groups = DivCeil(layout.num_chunks, kDecodeWarps);
-  const uint64_t groups_per_block = DivCeil(num_groups, uint64_t{gridDim.x});
-  const auto first_group = static_cast<uint32_t>(min(num_groups, blockIdx.x * groups_per_block));
-  const auto end_group = static_cast<uint32_t>(min(num_groups, first_group + groups_per_block));
+  // In 32 bits (a u32 count of chunks): a 64-bit division would sit on every block's setup path.
+  const uint32_t num_groups = (layout.num_chunks + kDecodeWarps - 1) / kDecodeWarps;
+  const uint32_t groups_per_block = (num_groups + gridDim.x - 1) / gridDim.x;
+  const uint32_t first_group = static_cast<uint32_t>(min(uint64_t{num_groups}, uint64_t{blockIdx.x} * groups_per_block));
+  const uint32_t end_group = min(num_groups, first_group + groups_per_block);
   // The table in the slots: kGlobalTableTile, the tile whose own table it is, or kNoTable (a
   // refused table leaves none, so each group of its tile is refused in turn). Every thread
   // decides from the same shared copy of the index entry, so every thread takes the same
@@ -414,6 +429,12 @@ __device__ __forceinline__ void DecodeFrame(const DecodeArgs& args, const Store&
   __shared__ Layout layout;  // split frames
   __shared__ uint16_t freqs[kAlphabetSize];
   __shared__ uint32_t verdict;
+  // Every thread reads its part of the global table while thread 0 reads the header, so that a
+  // rANS frame's setup waits on one round trip to memory, not two. The bytes are the caller's
+  // (within frame_capacity); they count only once the header has shown a rANS frame, which
+  // puts its table there.
+  const GlobalTableEntries table =
+      args.frame_capacity >= kHeaderBytes + kTableBytes ? ReadGlobalTableEntries(args.frame) : GlobalTableEntries{};
   if (threadIdx.x == 0) {
     verdict = static_cast<uint32_t>(DecodeError::kTruncated);
     if (args.frame_capacity >= kHeaderBytes) {
@@ -428,7 +449,7 @@ __device__ __forceinline__ void DecodeFrame(const DecodeArgs& args, const Store&
   }
   __syncthreads();
   const bool rans = verdict == 0 && static_cast<Mode>(h.mode) == Mode::kSplitRans;
-  if (rans && !LoadGlobalTable(args.frame, freqs) && threadIdx.x == 0) {
+  if (rans && !CheckGlobalTable(table, freqs) && threadIdx.x == 0) {
     verdict = static_cast<uint32_t>(DecodeError::kBadTable);
   }
   __syncthreads();

@@ -43,10 +43,11 @@ struct TileWorkspace {
 // of two), so only the last tile is shorter.
 inline uint64_t MaxTiles(uint64_t count) { return DivCeil(count, kTileTargetElements); }
 
-// Elements of a whole tile of a frame of this layout.
-__host__ __device__ inline uint64_t TileElements(const Layout& layout) {
-  return uint64_t{kLanes} * layout.lane_symbols << layout.tile_chunks_log2;
+// log2 of the elements of a whole tile of a frame of this layout, and the elements.
+__host__ __device__ inline uint32_t TileElementsLog2(const Layout& layout) {
+  return ChunkElementsLog2(layout.lane_symbols) + layout.tile_chunks_log2;
 }
+__host__ __device__ inline uint64_t TileElements(const Layout& layout) { return uint64_t{1} << TileElementsLog2(layout); }
 
 inline constexpr size_t kTileWorkspaceBytesPerTile =
     kAlphabetSize * (sizeof(uint32_t) + sizeof(EncoderSymbol)) + kMaxTileTableBytes + sizeof(uint32_t);

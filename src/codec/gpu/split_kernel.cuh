@@ -148,11 +148,11 @@ __global__ void __launch_bounds__(kSplitThreads) SplitKernel(SplitArgs args) {
   uint32_t* warp_histogram = histograms[threadIdx.x / 32];
 
   // The block's run, cut where tiles begin: each part's counts go to the part's tile.
-  const uint64_t tile_elements = TileElements(args.layout);
+  const uint32_t tile_elements_log2 = TileElementsLog2(args.layout);
   const uint64_t end = min((blockIdx.x + 1) * args.block_elements, args.count);
   for (uint64_t first = blockIdx.x * args.block_elements; first < end;) {
-    const uint64_t tile = first / tile_elements;
-    const uint64_t part_end = min(end, (tile + 1) * tile_elements);
+    const uint64_t tile = first >> tile_elements_log2;
+    const uint64_t part_end = min(end, (tile + 1) << tile_elements_log2);
     SplitRun<Split, kAligned>(args, first, part_end, warp_histogram);
     __syncthreads();  // the part is counted
     FlushCounts(args, histograms, tile);
