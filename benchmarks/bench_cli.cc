@@ -16,7 +16,7 @@
 
 ABSL_FLAG(std::string, dtype, "bf16", "element type: bf16|fp16|fp32|fp8e4m3|fp8e5m2|raw|int32|...");
 ABSL_FLAG(bool, json, false, "print one JSON object per result instead of a table");
-ABSL_FLAG(int, iters, 20, "timed iterations per measurement (the median is reported)");
+ABSL_FLAG(int, iters, 20, "timed iterations per measurement (the median is reported; codec --device gpu also times as many back to back)");
 ABSL_FLAG(int, warmup, 3, "untimed iterations before timing");
 ABSL_FLAG(int, warmup_ms, 200,
           "untimed calls go on until this many milliseconds have passed, as well as --warmup of them, before each "

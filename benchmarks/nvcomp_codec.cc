@@ -155,7 +155,8 @@ absl::StatusOr<CodecResult> RunNvcompAns(const std::vector<uint8_t>& tensor, Dat
   // earlier run may have left in the same memory.
   NVCOMP_BENCH_CUDA(cudaMemset(output->get(), 0xA5, bytes));
 
-  // Times one batched call and then checks how it launched and how every chunk fared.
+  // Times a batched call (GpuTiming's two ways) and then checks how it launched and how every
+  // chunk fared.
   const auto timed = [&](const char* stage, const std::function<nvcompStatus_t()>& call) -> absl::StatusOr<GpuTiming> {
     nvcompStatus_t launch = nvcompSuccess;
     const GpuTiming timing = time(

@@ -29,8 +29,9 @@ struct CodecResult {
 // One operation's time on the GPU, two ways. `single_us`: the median of calls timed one at a
 // time on an idle stream, so that each pays its own launches (a lone tensor's latency).
 // `streamed_us`: the mean of calls enqueued back to back between one pair of events, so that
-// the host's launches overlap the GPU's work (what a pipeline of blocks pays per block). Their
-// difference is the part of a call's time that is not the GPU's work.
+// the host's launches overlap the GPU's work: the larger of the two per call, what a pipeline of
+// blocks pays per block. Where the GPU's work is the larger, their difference is what a lone
+// call spends on its launches and on the idle GPU's start.
 struct GpuTiming {
   double single_us = 0, streamed_us = 0;
 };
