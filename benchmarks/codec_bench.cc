@@ -49,8 +49,8 @@ namespace ucclzip::bench {
 namespace {
 
 // Times `op` (which enqueues on `stream`) with CUDA events, as GpuTiming says: the median of
-// --iters calls one at a time, then the mean of --iters calls back to back.
-GpuTiming TimeGpu(const std::function<void()>& op, cudaStream_t stream) {
+// --iters calls one at a time, then, if `streamed`, the mean of --iters calls back to back.
+GpuTiming TimeGpuCalls(const std::function<void()>& op, cudaStream_t stream, bool streamed) {
   cudaEvent_t start, stop;
   cudaEventCreate(&start);
   cudaEventCreate(&stop);
@@ -76,14 +76,24 @@ GpuTiming TimeGpu(const std::function<void()>& op, cudaStream_t stream) {
     us.push_back(elapsed_us());
   }
   GpuTiming timing{.single_us = Median(us)};
-  cudaEventRecord(start, stream);
-  for (int i = 0; i < iters; ++i) op();
-  cudaEventRecord(stop, stream);
-  cudaEventSynchronize(stop);
-  timing.streamed_us = iters > 0 ? elapsed_us() / iters : 0;
+  if (streamed && iters > 0) {
+    cudaEventRecord(start, stream);
+    for (int i = 0; i < iters; ++i) op();
+    cudaEventRecord(stop, stream);
+    cudaEventSynchronize(stop);
+    timing.streamed_us = elapsed_us() / iters;
+  }
   cudaEventDestroy(start);
   cudaEventDestroy(stop);
   return timing;
+}
+
+// Both of GpuTiming's times: the timer the codec rows (ours and nvCOMP's) share.
+GpuTiming TimeGpu(const std::function<void()>& op, cudaStream_t stream) { return TimeGpuCalls(op, stream, true); }
+
+// The one-at-a-time median alone, for the reduction hop's rows.
+double TimeGpuSingleUs(const std::function<void()>& op, cudaStream_t stream) {
+  return TimeGpuCalls(op, stream, false).single_us;
 }
 
 double NowUs() {
@@ -169,16 +179,16 @@ absl::StatusOr<CombineResult> RunGpuCombine(GpuCodec& codec, const void* frame, 
     return cudaMemset(result, 0xA5, got.size()) == cudaSuccess && same;
   };
   CombineResult r;
-  r.decode_reduce_us = TimeGpu(
+  r.decode_reduce_us = TimeGpuSingleUs(
       [&] {
         status.Update(codec.Decompress(frame, capacity, dtype, decoded, count, stream));
         status.Update(ReduceOnDevice(dtype, op, decoded, local_dev, result, count, stream, divisor));
       },
-      stream).single_us;
+      stream);
   const bool two_kernels_ok = check();
-  r.fused_us = TimeGpu(
+  r.fused_us = TimeGpuSingleUs(
       [&] { status.Update(codec.DecompressAndCombine(frame, capacity, dtype, local_dev, result, count, op, divisor, stream)); },
-      stream).single_us;
+      stream);
   r.bits_ok = check() && two_kernels_ok;
   cudaFree(local_dev);
   cudaFree(result);
