@@ -30,7 +30,8 @@ Schedule RingAllGather(int rank, int size, uint64_t sendcount, bool in_place) {
 Operation Communicator::AllGather(const void* sendbuff, void* recvbuff, size_t sendcount, DataType dtype,
                                   cudaStream_t stream, const CollectiveOptions& options) {
   const collectives::CollectiveArgs args{
-      .name = collectives::OperationName(rank(), pipeline::OperationKind::kAllGather, sendcount, dtype, ReduceOp::kSum, -1),
+      .kind = pipeline::OperationKind::kAllGather,
+      .rank = rank(),
       .sendbuff = sendbuff,
       .recvbuff = recvbuff,
       .count = sendcount,
@@ -39,12 +40,9 @@ Operation Communicator::AllGather(const void* sendbuff, void* recvbuff, size_t s
       .in_place_offset = static_cast<int64_t>(uint64_t(rank()) * sendcount),
       .dtype = dtype,
       .world_size = size()};
-  absl::Status refused = collectives::CheckArgs(args);
-  if (!refused.ok() && !collectives::Schedulable(args)) {
-    return RefusedUnplacedCollective(collectives::UnschedulableCall(pipeline::OperationKind::kAllGather, args, refused));
-  }
-  return Submit(collectives::MakeCall(collectives::RingAllGather(rank(), size(), sendcount, collectives::InPlace(args)),
-                                      args, stream, options, std::move(refused)));
+  collectives::CollectiveCall built = collectives::BuildCall(
+      args, stream, options, [&](bool in_place) { return collectives::RingAllGather(rank(), size(), sendcount, in_place); });
+  return built.placed ? Submit(std::move(built.call)) : RefusedUnplacedCollective(built.call);
 }
 
 }  // namespace ucclzip

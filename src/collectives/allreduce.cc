@@ -9,7 +9,8 @@ namespace ucclzip {
 Operation Communicator::AllReduce(const void* sendbuff, void* recvbuff, size_t count, DataType dtype, ReduceOp op,
                                   cudaStream_t stream, const CollectiveOptions& options) {
   const collectives::CollectiveArgs args{
-      .name = collectives::OperationName(rank(), pipeline::OperationKind::kAllReduce, count, dtype, op, -1),
+      .kind = pipeline::OperationKind::kAllReduce,
+      .rank = rank(),
       .sendbuff = sendbuff,
       .recvbuff = recvbuff,
       .count = count,
@@ -19,16 +20,13 @@ Operation Communicator::AllReduce(const void* sendbuff, void* recvbuff, size_t c
       .reduces = true,
       .op = op,
       .world_size = size()};
-  absl::Status refused = collectives::CheckArgs(args);
-  if (!refused.ok() && !collectives::Schedulable(args)) {
-    return RefusedUnplacedCollective(collectives::UnschedulableCall(pipeline::OperationKind::kAllReduce, args, refused));
-  }
-  const bool in_place = collectives::InPlace(args);
-  pipeline::Schedule schedule =
-      collectives::TakesSmallAlgorithm(uint64_t{count} * ElementSize(dtype), this->options().recursive_doubling_bytes)
-          ? collectives::RecursiveDoublingAllReduce(rank(), size(), count, op, in_place)
-          : collectives::RingAllReduce(rank(), size(), count, op, in_place);
-  return Submit(collectives::MakeCall(std::move(schedule), args, stream, options, std::move(refused)));
+  const bool small =
+      collectives::TakesSmallAlgorithm(uint64_t{count} * ElementSize(dtype), this->options().recursive_doubling_bytes);
+  collectives::CollectiveCall built = collectives::BuildCall(args, stream, options, [&](bool in_place) {
+    return small ? collectives::RecursiveDoublingAllReduce(rank(), size(), count, op, in_place)
+                 : collectives::RingAllReduce(rank(), size(), count, op, in_place);
+  });
+  return built.placed ? Submit(std::move(built.call)) : RefusedUnplacedCollective(built.call);
 }
 
 }  // namespace ucclzip

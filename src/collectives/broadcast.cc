@@ -11,7 +11,8 @@ Operation Communicator::Broadcast(const void* sendbuff, void* recvbuff, size_t c
                                   cudaStream_t stream, const CollectiveOptions& options) {
   const bool is_root = root == rank();
   const collectives::CollectiveArgs args{
-      .name = collectives::OperationName(rank(), pipeline::OperationKind::kBroadcast, count, dtype, ReduceOp::kSum, root),
+      .kind = pipeline::OperationKind::kBroadcast,
+      .rank = rank(),
       .sendbuff = is_root ? sendbuff : nullptr,
       .recvbuff = recvbuff,
       .count = count,
@@ -20,16 +21,12 @@ Operation Communicator::Broadcast(const void* sendbuff, void* recvbuff, size_t c
       .dtype = dtype,
       .world_size = size(),
       .root = root};
-  absl::Status refused = collectives::CheckArgs(args);
-  if (!refused.ok() && !collectives::Schedulable(args)) {
-    return RefusedUnplacedCollective(collectives::UnschedulableCall(pipeline::OperationKind::kBroadcast, args, refused));
-  }
-  const bool in_place = collectives::InPlace(args);
-  pipeline::Schedule schedule =
-      collectives::TakesSmallAlgorithm(uint64_t{count} * ElementSize(dtype), this->options().tree_broadcast_bytes)
-          ? collectives::BinomialTreeBroadcast(rank(), size(), count, root, in_place)
-          : collectives::ChainBroadcast(rank(), size(), count, root, in_place);
-  return Submit(collectives::MakeCall(std::move(schedule), args, stream, options, std::move(refused)));
+  const bool small = collectives::TakesSmallAlgorithm(uint64_t{count} * ElementSize(dtype), this->options().tree_broadcast_bytes);
+  collectives::CollectiveCall built = collectives::BuildCall(args, stream, options, [&](bool in_place) {
+    return small ? collectives::BinomialTreeBroadcast(rank(), size(), count, root, in_place)
+                 : collectives::ChainBroadcast(rank(), size(), count, root, in_place);
+  });
+  return built.placed ? Submit(std::move(built.call)) : RefusedUnplacedCollective(built.call);
 }
 
 }  // namespace ucclzip

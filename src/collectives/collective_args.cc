@@ -9,51 +9,35 @@ namespace {
 
 absl::Hex Address(const void* pointer) { return absl::Hex(reinterpret_cast<uintptr_t>(pointer)); }
 
-}  // namespace
-
-std::string OperationName(int rank, pipeline::OperationKind kind, uint64_t count, DataType dtype, ReduceOp op, int root) {
-  std::string name = absl::StrCat("rank ", rank, ": ", pipeline::OperationKindName(kind), " (", count, " elements of ",
-                                  DataTypeName(dtype));
-  if (pipeline::KindReduces(kind)) absl::StrAppend(&name, ", ", ReduceOpName(op));
-  if (pipeline::KindHasRoot(kind)) absl::StrAppend(&name, ", root ", root);
-  return absl::StrCat(name, ")");
-}
-
-pipeline::Call MakeCall(pipeline::Schedule schedule, const CollectiveArgs& args, cudaStream_t stream,
-                        const CollectiveOptions& options, absl::Status refused) {
-  return pipeline::Call{.schedule = std::move(schedule),
-                        .input = args.send_elements > 0 ? args.sendbuff : nullptr,
-                        .output = const_cast<void*>(args.recvbuff),
-                        .dtype = args.dtype,
-                        .stream = stream,
-                        .compression = options.compression,
-                        .tensor_id = options.tensor_id,
-                        .timeout = options.timeout,
-                        .refused = std::move(refused)};
-}
-
-pipeline::Call UnschedulableCall(pipeline::OperationKind kind, const CollectiveArgs& args, absl::Status refused) {
-  return pipeline::Call{.schedule = {.kind = kind, .op = args.op, .root = args.root.value_or(-1), .count = args.count},
-                        .dtype = args.dtype,
-                        .refused = std::move(refused)};
-}
-
-namespace {
-
 // in_place_offset in bytes, wrapping as addresses do (the offset may be negative, and an
 // unchecked count may make it huge).
 uintptr_t OffsetBytes(const CollectiveArgs& args) {
   return static_cast<uintptr_t>(args.in_place_offset) * ElementSize(args.dtype);
 }
 
+// Whether a call's schedule can be built even where CheckArgs refuses it (BuildCall).
+bool Schedulable(const CollectiveArgs& args) {
+  if (args.root && (*args.root < 0 || *args.root >= args.world_size)) return false;
+  if (!IsValidDataType(static_cast<uint8_t>(args.dtype))) return false;
+  return args.count <= std::numeric_limits<uint64_t>::max() / ElementSize(args.dtype) / static_cast<uint64_t>(args.world_size);
+}
+
 }  // namespace
+
+std::string OperationName(const CollectiveArgs& args) {
+  std::string name = absl::StrCat("rank ", args.rank, ": ", pipeline::OperationKindName(args.kind), " (", args.count,
+                                  " elements of ", DataTypeName(args.dtype));
+  if (pipeline::KindReduces(args.kind)) absl::StrAppend(&name, ", ", ReduceOpName(args.op));
+  if (pipeline::KindHasRoot(args.kind)) absl::StrAppend(&name, ", root ", args.root.value_or(-1));
+  return absl::StrCat(name, ")");
+}
 
 bool InPlace(const CollectiveArgs& args) {
   return reinterpret_cast<uintptr_t>(args.recvbuff) + OffsetBytes(args) == reinterpret_cast<uintptr_t>(args.sendbuff);
 }
 
 absl::Status CheckArgs(const CollectiveArgs& args) {
-  auto invalid = [&](auto... why) { return absl::InvalidArgumentError(absl::StrCat(args.name, ": ", why...)); };
+  auto invalid = [&](auto... why) { return absl::InvalidArgumentError(absl::StrCat(OperationName(args), ": ", why...)); };
   if (args.root && (*args.root < 0 || *args.root >= args.world_size)) {
     return invalid("root ", *args.root, " is not a rank of ", args.world_size);
   }
@@ -86,12 +70,26 @@ absl::Status CheckArgs(const CollectiveArgs& args) {
   return absl::OkStatus();
 }
 
-bool Schedulable(const CollectiveArgs& args) {
-  if (args.root && (*args.root < 0 || *args.root >= args.world_size)) return false;
-  if (!IsValidDataType(static_cast<uint8_t>(args.dtype))) return false;
-  return args.count <= std::numeric_limits<uint64_t>::max() / ElementSize(args.dtype) / static_cast<uint64_t>(args.world_size);
-}
-
 bool TakesSmallAlgorithm(uint64_t bytes, size_t limit) { return limit > 0 && bytes <= limit; }
+
+CollectiveCall BuildCall(const CollectiveArgs& args, cudaStream_t stream, const CollectiveOptions& options,
+                         absl::FunctionRef<pipeline::Schedule(bool in_place)> schedule) {
+  absl::Status refused = CheckArgs(args);
+  if (!refused.ok() && !Schedulable(args)) {
+    return {.call = {.schedule = {.kind = args.kind, .op = args.op, .root = args.root.value_or(-1), .count = args.count},
+                     .dtype = args.dtype,
+                     .refused = std::move(refused)},
+            .placed = false};
+  }
+  return {.call = {.schedule = schedule(InPlace(args)),
+                   .input = args.send_elements > 0 ? args.sendbuff : nullptr,
+                   .output = const_cast<void*>(args.recvbuff),
+                   .dtype = args.dtype,
+                   .stream = stream,
+                   .compression = options.compression,
+                   .tensor_id = options.tensor_id,
+                   .timeout = options.timeout,
+                   .refused = std::move(refused)}};
+}
 
 }  // namespace ucclzip::collectives

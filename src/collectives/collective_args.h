@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "pipeline/engine.h"
 #include "ucclzip/communicator.h"
@@ -17,7 +18,8 @@
 namespace ucclzip::collectives {
 
 struct CollectiveArgs {
-  std::string name;  // "rank 2: allreduce (1000 elements of bf16, sum)"
+  pipeline::OperationKind kind = pipeline::OperationKind::kAllReduce;
+  int rank = 0;  // the calling rank
   const void* sendbuff = nullptr;
   const void* recvbuff = nullptr;
   uint64_t count = 0;          // the caller's count (at most world_size times it is read or written)
@@ -34,32 +36,32 @@ struct CollectiveArgs {
   std::optional<int> root;  // broadcast's and reduce's: must be a rank
 };
 
-// OK, or InvalidArgument explaining what is wrong.
+// OK, or InvalidArgument explaining what is wrong, the call named as OperationName names it.
 absl::Status CheckArgs(const CollectiveArgs& args);
-
-// Whether a call's schedule, and so its places on its links, can be built even where CheckArgs
-// refuses it: its root is a rank, its type is one, and its sizes do not overflow. A refused call
-// that can takes its places all the same (pipeline::Call::refused), so that this rank's next
-// call pairs with its peers' next one.
-bool Schedulable(const CollectiveArgs& args);
 
 // True when sendbuff is exactly recvbuff + in_place_offset elements.
 bool InPlace(const CollectiveArgs& args);
 
-// "rank 2: allreduce (1000 elements of bf16, sum)"; `op` for reductions, `root` for broadcast and reduce.
-std::string OperationName(int rank, pipeline::OperationKind kind, uint64_t count, DataType dtype, ReduceOp op, int root);
+// "rank 2: allreduce (1000 elements of bf16, sum)": the op for reductions, the root for
+// broadcast and reduce.
+std::string OperationName(const CollectiveArgs& args);
 
 // Whether an operation of `bytes` takes the algorithm built for small messages (recursive
 // doubling, the binomial tree) under its option's `limit` in bytes (0: never).
 bool TakesSmallAlgorithm(uint64_t bytes, size_t limit);
 
-// The call of a collective of `kind` that CheckArgs refused and whose schedule cannot be built
-// (!Schedulable): what it was, without steps, for the notices that tell its peers
+// What a collective call becomes for the engine: its arguments checked, and its schedule built
+// by `schedule` (told whether the call is in place). A call that CheckArgs refuses still gets
+// its schedule where one can be built (its root is a rank, its type is one, its sizes do not
+// overflow), and so takes its places on its links (pipeline::Call::refused): this rank's next
+// call then pairs with its peers' next one. Where none can be built, `placed` is false and the
+// call is what was called, without steps, for the notices that tell its peers
 // (Communicator::RefusedUnplacedCollective).
-pipeline::Call UnschedulableCall(pipeline::OperationKind kind, const CollectiveArgs& args, absl::Status refused);
-
-// The engine's call for a checked collective; `refused`: what CheckArgs said, where not OK.
-pipeline::Call MakeCall(pipeline::Schedule schedule, const CollectiveArgs& args, cudaStream_t stream,
-                        const CollectiveOptions& options, absl::Status refused = absl::OkStatus());
+struct CollectiveCall {
+  pipeline::Call call;
+  bool placed = true;
+};
+CollectiveCall BuildCall(const CollectiveArgs& args, cudaStream_t stream, const CollectiveOptions& options,
+                         absl::FunctionRef<pipeline::Schedule(bool in_place)> schedule);
 
 }  // namespace ucclzip::collectives

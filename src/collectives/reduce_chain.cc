@@ -58,7 +58,8 @@ Operation Communicator::Reduce(const void* sendbuff, void* recvbuff, size_t coun
                                cudaStream_t stream, const CollectiveOptions& options) {
   const bool is_root = root == rank();
   const collectives::CollectiveArgs args{
-      .name = collectives::OperationName(rank(), pipeline::OperationKind::kReduce, count, dtype, op, root),
+      .kind = pipeline::OperationKind::kReduce,
+      .rank = rank(),
       .sendbuff = sendbuff,
       .recvbuff = is_root ? recvbuff : nullptr,
       .count = count,
@@ -69,13 +70,10 @@ Operation Communicator::Reduce(const void* sendbuff, void* recvbuff, size_t coun
       .op = op,
       .world_size = size(),
       .root = root};
-  absl::Status refused = collectives::CheckArgs(args);
-  if (!refused.ok() && !collectives::Schedulable(args)) {
-    return RefusedUnplacedCollective(collectives::UnschedulableCall(pipeline::OperationKind::kReduce, args, refused));
-  }
-  return Submit(collectives::MakeCall(
-      collectives::ChainReduce(rank(), size(), count, op, root, is_root && collectives::InPlace(args)), args, stream,
-      options, std::move(refused)));
+  collectives::CollectiveCall built = collectives::BuildCall(args, stream, options, [&](bool in_place) {
+    return collectives::ChainReduce(rank(), size(), count, op, root, is_root && in_place);
+  });
+  return built.placed ? Submit(std::move(built.call)) : RefusedUnplacedCollective(built.call);
 }
 
 }  // namespace ucclzip

@@ -61,7 +61,8 @@ Schedule RingReduceScatter(int rank, int size, uint64_t recvcount, ReduceOp op, 
 Operation Communicator::ReduceScatter(const void* sendbuff, void* recvbuff, size_t recvcount, DataType dtype, ReduceOp op,
                                       cudaStream_t stream, const CollectiveOptions& options) {
   const collectives::CollectiveArgs args{
-      .name = collectives::OperationName(rank(), pipeline::OperationKind::kReduceScatter, recvcount, dtype, op, -1),
+      .kind = pipeline::OperationKind::kReduceScatter,
+      .rank = rank(),
       .sendbuff = sendbuff,
       .recvbuff = recvbuff,
       .count = recvcount,
@@ -72,13 +73,10 @@ Operation Communicator::ReduceScatter(const void* sendbuff, void* recvbuff, size
       .reduces = true,
       .op = op,
       .world_size = size()};
-  absl::Status refused = collectives::CheckArgs(args);
-  if (!refused.ok() && !collectives::Schedulable(args)) {
-    return RefusedUnplacedCollective(collectives::UnschedulableCall(pipeline::OperationKind::kReduceScatter, args, refused));
-  }
-  const bool in_place = collectives::InPlace(args);
-  return Submit(collectives::MakeCall(collectives::RingReduceScatter(rank(), size(), recvcount, op, in_place), args,
-                                      stream, options, std::move(refused)));
+  collectives::CollectiveCall built = collectives::BuildCall(args, stream, options, [&](bool in_place) {
+    return collectives::RingReduceScatter(rank(), size(), recvcount, op, in_place);
+  });
+  return built.placed ? Submit(std::move(built.call)) : RefusedUnplacedCollective(built.call);
 }
 
 }  // namespace ucclzip
