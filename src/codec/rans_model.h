@@ -30,7 +30,11 @@ UZ_HD uint32_t MulHi32(uint32_t a, uint32_t b) {
 // thread on the GPU.
 UZ_HD uint32_t NormalizedFrequency(uint64_t count, uint64_t total, uint32_t present_symbols) {
   if (count == 0) return 0;
-  return 1 + static_cast<uint32_t>(count * (kProbScale - present_symbols) / total);
+  const uint64_t scaled = count * (kProbScale - present_symbols);
+  // The same quotient in 32 bits where it fits (a tile's table, any frame of up to 2^20
+  // elements): a 64-bit division is a long subroutine on the GPU.
+  if ((scaled | total) >> 32 == 0) return 1 + static_cast<uint32_t>(scaled) / static_cast<uint32_t>(total);
+  return 1 + static_cast<uint32_t>(scaled / total);
 }
 
 // The table of a histogram of `total` symbols with `present` (>= 2) distinct values, as the GPU
@@ -94,17 +98,20 @@ UZ_HD uint32_t DecodeStep(uint32_t x, uint32_t entry) {
 }
 
 // log2(value) rounded down, in 16.16 fixed point, for 1 <= value < 2^16. Integer-only, so the
-// mode decision below is identical on every machine.
+// mode decision below is identical on every machine. Each fraction bit squares the mantissa (in
+// Q31, in [1, 2)); in 32-bit halves, because on the GPU a 64-bit square is three multiplies and
+// the 16 squarings are a chain on the model's critical path (every tile's model runs two).
 UZ_HD uint32_t Log2FloorQ16(uint32_t value) {
   uint32_t integer = 31 - CountLeadingZeros(value);
-  uint64_t mantissa = uint64_t{value} << (31 - integer);  // in [2^31, 2^32): 1.xxx in Q31
+  uint32_t mantissa = value << (31 - integer);  // in [2^31, 2^32): 1.xxx in Q31
   uint32_t fraction = 0;
   for (int bit = 15; bit >= 0; --bit) {
-    mantissa = (mantissa * mantissa) >> 31;
-    if (mantissa >= (uint64_t{1} << 32)) {
-      fraction |= 1u << bit;
-      mantissa >>= 1;
-    }
+    // The square in Q31, (m * m) >> 31, lies in [2^31, 2^33): at least 2 (2^32) exactly when
+    // the high word's top bit is set, and then the bit is 1 and the square halves to that word.
+    const uint32_t high = MulHi32(mantissa, mantissa), low = mantissa * mantissa;
+    const uint32_t at_least_two = high >> 31;
+    fraction |= at_least_two << bit;
+    mantissa = at_least_two != 0 ? high : (high << 1) | (low >> 31);
   }
   return (integer << 16) | fraction;
 }
