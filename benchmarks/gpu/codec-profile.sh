@@ -9,7 +9,11 @@
 # codec-profile-SIZE-KERNEL[-VARIANT].ncu-rep, for the Nsight Compute GUI. Session 40's codec
 # patch guessed its stalls from the listing and gained nothing: the per-instruction samples say
 # which step of a chain the warps wait on.
+# PROFILE_CACHE_CONTROL=none keeps the caches as the benchmark's calls leave them (ncu's default,
+# all, flushes them before the launch): frame format v5's decoder lost 14-24 % at 16 MB fp32 in
+# calls back to back and nothing with the caches flushed (RESULTS.md, fifty-second session).
 set -euo pipefail
+cache_control=${PROFILE_CACHE_CONTROL:-all}
 bench="${BUILD:-build}/benchmarks/ucclzip-bench"
 out=${OUT:-/tmp}
 # PROFILE_VARIANTS: "|"-separated sets of more benchmark flags, each profiled in turn, e.g.
@@ -22,13 +26,13 @@ for variant in "${variants[@]}"; do
    echo "-- bf16 gaussian:1 $bytes $kernel $variant"
    read -r -a extra <<<"$variant"
    run=("$bench" codec --device gpu --dtype bf16 --dist gaussian:1 --bytes "$bytes" --iters 2 --warmup 40 "${extra[@]}")
-   ncu --clock-control none --launch-skip 10 --launch-count 1 -k "regex:$kernel" \
+   ncu --clock-control none --cache-control "$cache_control" --launch-skip 10 --launch-count 1 -k "regex:$kernel" \
      --metrics gpu__time_duration.sum,sm__warps_active.avg.pct_of_peak_sustained_active,smsp__issue_active.avg.pct_of_peak_sustained_active,dram__throughput.avg.pct_of_peak_sustained_elapsed,launch__registers_per_thread,smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio,smsp__average_warps_issue_stalled_short_scoreboard_per_issue_active.ratio,smsp__average_warps_issue_stalled_mio_throttle_per_issue_active.ratio,smsp__average_warps_issue_stalled_lg_throttle_per_issue_active.ratio,smsp__average_warps_issue_stalled_wait_per_issue_active.ratio,smsp__average_warps_issue_stalled_math_pipe_throttle_per_issue_active.ratio,smsp__average_warps_issue_stalled_no_instruction_per_issue_active.ratio,smsp__average_warps_issue_stalled_branch_resolving_per_issue_active.ratio,smsp__average_warps_issue_stalled_dispatch_stall_per_issue_active.ratio,smsp__average_warps_issue_stalled_not_selected_per_issue_active.ratio,smsp__average_warps_issue_stalled_selected_per_issue_active.ratio,smsp__average_warps_issue_stalled_sleeping_per_issue_active.ratio,smsp__average_warps_issue_stalled_barrier_per_issue_active.ratio,smsp__average_warps_issue_stalled_membar_per_issue_active.ratio,smsp__average_warps_issue_stalled_drain_per_issue_active.ratio,smsp__average_warps_issue_stalled_imc_miss_per_issue_active.ratio,smsp__average_warps_issue_stalled_tex_throttle_per_issue_active.ratio,smsp__average_warps_issue_stalled_misc_per_issue_active.ratio \
      "${run[@]}" 2>&1 |
      grep -E "Kernel<|gpu__|sm__|smsp__|dram__|launch__" | sed -E 's/ {2,}/ /g; s/smsp__average_warps_issue_stalled_//; s/_per_issue_active.ratio//' || true
    [[ ${PROFILE_SOURCE:-0} == 1 ]] || continue
    report="$out/codec-profile-$bytes-$kernel${variant:+-$(tr -c 'A-Za-z0-9_.\n' '-' <<<"${variant# }")}"
-   ncu --clock-control none --launch-skip 10 --launch-count 1 -k "regex:$kernel" --section SourceCounters \
+   ncu --clock-control none --cache-control "$cache_control" --launch-skip 10 --launch-count 1 -k "regex:$kernel" --section SourceCounters \
      --section WarpStateStats -f -o "$report" "${run[@]}" >"$report.log" 2>&1 || { tail -3 "$report.log"; continue; }
    ncu -i "$report.ncu-rep" --page source --csv --print-source sass >"$report.sass.csv" 2>"$report.log" ||
      { tail -3 "$report.log"; continue; }
